@@ -1,0 +1,67 @@
+"""One exception hierarchy for everything chatfmt raises on purpose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class ChatFmtError(Exception):
+    """Base class of every error chatfmt raises deliberately."""
+
+
+class ValidationError(ChatFmtError, ValueError):
+    """Input that does not follow the message model.
+
+    ``index`` is the message index (``None`` for conversation-wide problems or
+    tools), ``field`` the offending field path such as ``"tool_calls[0].function.arguments"``.
+    """
+
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None) -> None:
+        self.index = index
+        self.field = field
+        self.reason = message
+        prefix = f"messages[{index}]" if index is not None else ""
+        if field:
+            prefix = f"{prefix}.{field}" if prefix else field
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class RoleOrderError(ValidationError):
+    """A role order that the chosen template (the model's format) does not accept."""
+
+
+class UnsupportedFeatureError(ValidationError):
+    """The conversation uses something the template cannot express (e.g. tools, a system role)."""
+
+
+class TemplateNotFoundError(ChatFmtError, LookupError):
+    """A template name, model id or path that matches nothing; lists close names."""
+
+    def __init__(self, query: str, suggestions: Sequence[str] = ()) -> None:
+        self.query = query
+        self.suggestions = list(suggestions)
+        hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
+        super().__init__(
+            f"no chat template matches {query!r}.{hint} "
+            "See `chatfmt templates` for the list, or pass a template file."
+        )
+
+
+class TemplateError(ChatFmtError):
+    """A template definition (spec file or Jinja source) that cannot be used, or that failed."""
+
+
+class TemplateRenderError(TemplateError):
+    """A Jinja template raised (``raise_exception``) or failed while rendering."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(f"messages[{index}]: {message}" if index is not None else message)
+
+
+class TokenizationError(ChatFmtError):
+    """Tokenizer loading or encoding problems (including injection-policy violations)."""
+
+
+class ParseError(ChatFmtError):
+    """Model output that cannot be parsed under the chosen policy."""

@@ -1,0 +1,410 @@
+"""The typed message model: OpenAI chat format in, validated once at the edge.
+
+Everything downstream (templates, tokenization, parsing) works on these frozen
+objects and never on raw JSON. :func:`validate_conversation` is the one entry
+point; it never mutates the caller's objects.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ValidationError
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+#: Role names accepted on input and the canonical role they map to.
+ROLE_ALIASES: dict[str, str] = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "environment": "tool",
+    "observation": "tool",
+    "function": "tool",
+    "ipython": "tool",
+}
+
+_MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"}
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """An assistant tool call: an OpenAI function call or a code-interpreter call.
+
+    ``arguments`` is the parsed JSON value; ``arguments_json`` the JSON text
+    (the caller's own string when arguments came as a string).
+    For ``type == "code_interpreter"`` the code is in ``code`` and ``name`` is
+    ``"code_interpreter"``.
+    """
+
+    type: Literal["function", "code_interpreter"]
+    name: str
+    arguments: Any = None
+    arguments_json: str = "{}"
+    arguments_given_as_string: bool = False
+    id: str | None = None
+    code: str | None = None
+
+    @property
+    def is_code(self) -> bool:
+        return self.type == "code_interpreter"
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.is_code:
+            out["type"] = "code_interpreter"
+            out["code_interpreter"] = {"input": self.code or ""}
+        else:
+            out["type"] = "function"
+            out["function"] = {"name": self.name, "arguments": self.arguments_json}
+        return out
+
+
+@dataclass(frozen=True)
+class Message:
+    """One validated message. ``role`` is canonical; ``source_role`` is what the caller wrote."""
+
+    role: Role
+    content: str | None = None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+    source_role: str = ""
+    index: int = 0
+
+    @property
+    def text(self) -> str:
+        """Content as a string (``""`` for ``None``)."""
+        return self.content or ""
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = [c.to_openai() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.reasoning_content is not None:
+            out["reasoning_content"] = self.reasoning_content
+        return out
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool offered to the model: an OpenAI function tool or the code interpreter.
+
+    ``raw`` is a private deep copy of the caller's tool object, kept so that
+    templates which print the tool as JSON print exactly what was given.
+    """
+
+    type: Literal["function", "code_interpreter"]
+    name: str
+    description: str | None = None
+    parameters: Any = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def function(self) -> dict[str, Any]:
+        """The ``function`` object of the tool (a fresh copy)."""
+        return copy.deepcopy(dict(self.raw.get("function", {})))
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """Validated messages and tools, ready for any template."""
+
+    messages: tuple[Message, ...]
+    tools: tuple[Tool, ...] = ()
+
+    @property
+    def function_tools(self) -> tuple[Tool, ...]:
+        return tuple(t for t in self.tools if t.type == "function")
+
+    @property
+    def has_code_interpreter(self) -> bool:
+        return any(t.type == "code_interpreter" for t in self.tools)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+def _as_mapping(obj: Any, index: int) -> Mapping[str, Any]:
+    if isinstance(obj, Mapping):
+        return obj
+    for attr in ("model_dump", "dict", "to_dict"):
+        fn = getattr(obj, attr, None)
+        if callable(fn):
+            value = fn()
+            if isinstance(value, Mapping):
+                return value
+    if isinstance(obj, Message):
+        return obj.to_openai()
+    raise ValidationError(
+        f"expected a message object (dict with 'role'), got {type(obj).__name__}", index=index
+    )
+
+
+def _content_text(content: Any, index: int) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+        texts = []
+        for j, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            if not isinstance(part, Mapping):
+                raise ValidationError(
+                    f"content part must be an object, got {type(part).__name__}",
+                    index=index,
+                    field=f"content[{j}]",
+                )
+            ptype = part.get("type", "text")
+            if ptype != "text":
+                raise ValidationError(
+                    f"unsupported content part type {ptype!r} (only 'text' parts are accepted)",
+                    index=index,
+                    field=f"content[{j}].type",
+                )
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise ValidationError(
+                    "text part needs a string 'text'", index=index, field=f"content[{j}].text"
+                )
+            texts.append(text)
+        return "".join(texts)
+    raise ValidationError(
+        f"content must be a string, null or a list of text parts, got {type(content).__name__}",
+        index=index,
+        field="content",
+    )
+
+
+def _optional_str(m: Mapping[str, Any], key: str, index: int) -> str | None:
+    value = m.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise ValidationError(f"must be a string, got {type(value).__name__}", index=index, field=key)
+
+
+def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
+    where = f"tool_calls[{j}]"
+    if not isinstance(raw, Mapping):
+        raw = _as_mapping(raw, index)
+    call_id = raw.get("id")
+    if call_id is not None and not isinstance(call_id, str):
+        raise ValidationError("must be a string", index=index, field=f"{where}.id")
+    ctype = raw.get("type", "function")
+    if ctype == "code_interpreter":
+        ci = raw.get("code_interpreter")
+        if not isinstance(ci, Mapping) or not isinstance(ci.get("input"), str):
+            raise ValidationError(
+                "code_interpreter call needs {'input': CODE}",
+                index=index,
+                field=f"{where}.code_interpreter.input",
+            )
+        return ToolCall(
+            type="code_interpreter", name="code_interpreter", id=call_id, code=ci["input"],
+            arguments={"code": ci["input"]}, arguments_json=_json_dumps({"code": ci["input"]}),
+        )
+    if ctype != "function":
+        raise ValidationError(
+            f"unknown tool call type {ctype!r} (expected 'function' or 'code_interpreter')",
+            index=index,
+            field=f"{where}.type",
+        )
+    fn = raw.get("function")
+    if not isinstance(fn, Mapping):
+        raise ValidationError("missing 'function' object", index=index, field=f"{where}.function")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValidationError(
+            "function name must be a non-empty string", index=index, field=f"{where}.function.name"
+        )
+    args = fn.get("arguments", {})
+    if args is None:
+        args = {}
+    if isinstance(args, str):
+        text = args if args.strip() else "{}"
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"arguments is not valid JSON ({exc.msg} at char {exc.pos})",
+                index=index,
+                field=f"{where}.function.arguments",
+            ) from None
+        return ToolCall(
+            type="function", name=name, id=call_id, arguments=parsed, arguments_json=args,
+            arguments_given_as_string=True,
+        )
+    try:
+        text = _json_dumps(args)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"arguments is not JSON-serializable ({exc})",
+            index=index,
+            field=f"{where}.function.arguments",
+        ) from None
+    return ToolCall(
+        type="function", name=name, id=call_id, arguments=copy.deepcopy(args), arguments_json=text
+    )
+
+
+def validate_message(obj: Any, index: int) -> Message:
+    """Validate one message (without cross-message rules)."""
+    if isinstance(obj, Message):
+        return obj if obj.index == index else Message(**{**obj.__dict__, "index": index})
+    m = _as_mapping(obj, index)
+    role_in = m.get("role")
+    if not isinstance(role_in, str):
+        raise ValidationError("missing or non-string 'role'", index=index, field="role")
+    role = ROLE_ALIASES.get(role_in)
+    if role is None:
+        raise ValidationError(
+            f"unknown role {role_in!r} (expected one of: {', '.join(sorted(ROLE_ALIASES))})",
+            index=index,
+            field="role",
+        )
+    content = _content_text(m.get("content"), index)
+    name = _optional_str(m, "name", index)
+    reasoning = _optional_str(m, "reasoning_content", index)
+    if reasoning is None and isinstance(m.get("reasoning"), str):
+        reasoning = m["reasoning"]
+    tool_call_id = _optional_str(m, "tool_call_id", index)
+    raw_calls = m.get("tool_calls")
+    calls: tuple[ToolCall, ...] = ()
+    if raw_calls:
+        if role != "assistant":
+            raise ValidationError(
+                f"only assistant messages may have tool_calls (role is {role_in!r})",
+                index=index,
+                field="tool_calls",
+            )
+        if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
+            raise ValidationError("tool_calls must be a list", index=index, field="tool_calls")
+        calls = tuple(_tool_call(c, index, j) for j, c in enumerate(raw_calls))
+    if role == "tool" and role_in in ("function",) and name is None:
+        raise ValidationError("a 'function' message needs a 'name'", index=index, field="name")
+    if reasoning is not None and role != "assistant":
+        raise ValidationError(
+            "only assistant messages may have reasoning_content", index=index, field="reasoning_content"
+        )
+    if tool_call_id is not None and role != "tool":
+        raise ValidationError(
+            "only tool messages may have tool_call_id", index=index, field="tool_call_id"
+        )
+    return Message(
+        role=role,  # type: ignore[arg-type]
+        content=content,
+        name=name,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+        reasoning_content=reasoning,
+        source_role=role_in,
+        index=index,
+    )
+
+
+def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
+    """Validate OpenAI tools (``function`` and ``code_interpreter``)."""
+    if tools is None:
+        return ()
+    if isinstance(tools, (str, bytes, Mapping)):
+        raise ValidationError("tools must be a list of tool objects", field="tools")
+    out = []
+    for i, raw in enumerate(tools):
+        where = f"tools[{i}]"
+        if isinstance(raw, Tool):
+            out.append(raw)
+            continue
+        if not isinstance(raw, Mapping):
+            raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
+        ttype = raw.get("type", "function")
+        if ttype == "code_interpreter":
+            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=copy.deepcopy(dict(raw))))
+            continue
+        if ttype != "function":
+            raise ValidationError(
+                f"unknown tool type {ttype!r} (expected 'function' or 'code_interpreter')",
+                field=f"{where}.type",
+            )
+        fn = raw.get("function")
+        if not isinstance(fn, Mapping):
+            raise ValidationError("missing 'function' object", field=f"{where}.function")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValidationError("must be a non-empty string", field=f"{where}.function.name")
+        desc = fn.get("description")
+        if desc is not None and not isinstance(desc, str):
+            raise ValidationError("must be a string", field=f"{where}.function.description")
+        params = fn.get("parameters")
+        if params is not None and not isinstance(params, Mapping):
+            raise ValidationError("must be a JSON-schema object", field=f"{where}.function.parameters")
+        out.append(
+            Tool(
+                type="function",
+                name=name,
+                description=desc,
+                parameters=copy.deepcopy(params),
+                raw=copy.deepcopy(dict(raw)),
+            )
+        )
+    return tuple(out)
+
+
+def validate_conversation(
+    messages: Any, tools: Iterable[Any] | None = None, *, require_tool_calls: bool = True
+) -> Conversation:
+    """Validate messages and tools into a :class:`Conversation`.
+
+    Cross-message rules checked here: a ``tool`` message must answer an earlier
+    assistant tool call (by ``tool_call_id`` when one is given). Set
+    ``require_tool_calls=False`` for a fragment whose earlier turns live elsewhere
+    (e.g. ``sequence_start=False``).
+    """
+    if isinstance(messages, Conversation):
+        return messages if tools is None else Conversation(messages.messages, validate_tools(tools))
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+        raise ValidationError("messages must be a list of message objects", field="messages")
+    if isinstance(messages, Mapping):
+        raise ValidationError(
+            "messages must be a list of message objects, got a single object", field="messages"
+        )
+    msgs = tuple(validate_message(m, i) for i, m in enumerate(messages))
+    seen_ids: set[str] = set()
+    any_call = False
+    for msg in msgs:
+        if msg.role == "assistant" and msg.tool_calls:
+            any_call = True
+            seen_ids.update(c.id for c in msg.tool_calls if c.id)
+        elif msg.role == "tool" and require_tool_calls:
+            if not any_call:
+                raise ValidationError(
+                    "tool result without a preceding assistant tool call",
+                    index=msg.index,
+                    field="role",
+                )
+            if msg.tool_call_id is not None and seen_ids and msg.tool_call_id not in seen_ids:
+                raise ValidationError(
+                    f"tool_call_id {msg.tool_call_id!r} matches no earlier tool call",
+                    index=msg.index,
+                    field="tool_call_id",
+                )
+    return Conversation(msgs, validate_tools(tools))
