@@ -54,6 +54,12 @@ class Template(ABC):
     control_tokens: tuple[str, ...] = ()
     #: Names of template variables accepted as ``**options``, with their defaults.
     default_options: ClassVar[Mapping[str, Any]] = {}
+    #: Official Jinja files (in ``chatfmt/data/templates/``) this template reproduces byte for byte.
+    official_templates: tuple[str, ...] = ()
+    #: Name of the output parser for tool calls (see :mod:`chatfmt.parsing`), e.g. ``"hermes"``.
+    tool_parser: str | None = None
+    #: Name of the reasoning parser, e.g. ``"think"`` for ``<think>…</think>`` blocks.
+    reasoning_parser: str | None = None
 
     # ------------------------------------------------------------------ subclass API
     @abstractmethod
@@ -149,6 +155,9 @@ class Template(ABC):
             "supports_tools": self.supports_tools,
             "supports_reasoning": self.supports_reasoning,
             "options": dict(self.default_options),
+            "official_templates": list(self.official_templates),
+            "tool_parser": self.tool_parser,
+            "reasoning_parser": self.reasoning_parser,
             "generation_config": self.generation_config.to_dict(),
         }
 
