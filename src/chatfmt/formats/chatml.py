@@ -52,9 +52,9 @@ HUMAN_ASSISTANT = register(
         roles={
             "system": _IM("", "", "\n\n"),
             "user": _IM("Human: ", "", "\n"),
-            "assistant": _IM("Assistant: ", "", "\n"),
+            # The reply's newline ends the turn: the model writes it, so it is trained.
+            "assistant": _IM("Assistant: ", "\n", ""),
         },
-        generation_prompt="Assistant:",
         generation_config=GenerationConfig(stop_words=("\nHuman:",)),
     )
 )

@@ -1,0 +1,154 @@
+"""The ``chatfmt`` command line: list, show and render templates (more commands in :mod:`chatfmt.commands`)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .api import get_template, list_templates
+from .errors import ChatFmtError
+
+app = typer.Typer(
+    name="chatfmt",
+    help="Exact, fast and injection-safe LLM chat formats.",
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def fail(message: str) -> typer.Exit:
+    """Print an error for the user and return the exit to raise."""
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=2)
+
+
+def read_json_input(source: str) -> Any:
+    """Read JSON from a file path or ``-`` (standard input)."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(f"{source}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+
+
+@app.command("templates")
+def templates_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """List the built-in templates."""
+    rows = [t.info() for t in list_templates()]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    header = ("name", "aliases", "tools", "reasoning", "stop words")
+    table = [
+        (
+            r["name"],
+            ", ".join(r["aliases"]),
+            "yes" if r["supports_tools"] else "",
+            "yes" if r["supports_reasoning"] else "",
+            " ".join(json.dumps(w, ensure_ascii=False) for w in r["generation_config"]["stop_words"]),
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
+    for row in (header, *table):
+        typer.echo("  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
+
+
+@app.command("show")
+def show_cmd(name: Annotated[str, typer.Argument(help="Template name, alias, model id or file.")]) -> None:
+    """Show a template's format (an example render) and its generation config."""
+    try:
+        tpl = get_template(name)
+        info = tpl.info()
+        example = [
+            {"role": "system", "content": "{system}"},
+            {"role": "user", "content": "{user}"},
+            {"role": "assistant", "content": "{assistant}"},
+            {"role": "user", "content": "{user}"},
+        ]
+        try:
+            info["example"] = tpl.render(example)
+        except ChatFmtError:
+            info["example"] = tpl.render(example[1:])
+    except ChatFmtError as exc:
+        raise fail(str(exc)) from None
+    typer.echo(json.dumps(info, ensure_ascii=False, indent=2))
+
+
+@app.command("render")
+def render_cmd(
+    template: Annotated[str, typer.Option("--template", "-t", help="Template name, alias, model id or file.")],
+    source: Annotated[str, typer.Argument(help="JSON file with {'messages': [...], 'tools': [...]} or a bare list; '-' for stdin.")] = "-",
+    no_generation_prompt: Annotated[bool, typer.Option("--no-generation-prompt", help="Do not add the assistant generation prompt.")] = False,
+    continue_final: Annotated[bool, typer.Option("--continue-final-message", help="Leave the final message open.")] = False,
+    follow_up: Annotated[bool, typer.Option("--follow-up", help="sequence_start=False: render only what a follow-up turn adds.")] = False,
+    now: Annotated[str | None, typer.Option("--now", help="Date for templates that print one (YYYY-MM-DD).")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Template variable NAME=JSON_VALUE (repeatable).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the segments as JSON.")] = False,
+) -> None:
+    """Render a conversation with a template."""
+    data = read_json_input(source)
+    if isinstance(data, list):
+        messages, tools = data, None
+    elif isinstance(data, dict) and "messages" in data:
+        messages, tools = data["messages"], data.get("tools")
+    else:
+        raise fail(f"{source}: expected a list of messages or an object with 'messages'")
+    options = {}
+    for item in option or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise fail(f"--option {item!r}: expected NAME=VALUE")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    try:
+        segments = get_template(template).segments(
+            messages,
+            tools=tools,
+            add_generation_prompt=not no_generation_prompt and not continue_final,
+            continue_final_message=continue_final,
+            sequence_start=not follow_up,
+            now=now,
+            **options,
+        )
+    except ChatFmtError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2))
+    else:
+        sys.stdout.write("".join(s.text for s in segments))
+        sys.stdout.flush()
+
+
+def _load_command_modules() -> None:
+    from . import commands
+
+    for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{mod.name}")
+        module.register(app)
+
+
+_load_command_modules()
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
