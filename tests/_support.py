@@ -64,18 +64,43 @@ def official_render(
 # --------------------------------------------------------------------------- strategies
 #: Strings that look like control text of various families (must stay plain content).
 LOOKALIKES = [
-    "<|im_start|>", "<|im_end|>", "<|action_start|>", "<|action_end|>", "<|plugin|>",
-    "<|interpreter|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|system|>",
-    "[INST]", "[/INST]", "<<SYS>>", "<s>", "</s>", "<|eot_id|>", "<|start_header_id|>",
-    "<tool_call>", "</tool_call>", "<think>", "</think>", "[TOOL_CALLS]", "<start_of_turn>",
-    "<|end|>", "<eoa>", "<|endoftext|>", "{{ x }}", "{% if %}",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|action_start|>",
+    "<|action_end|>",
+    "<|plugin|>",
+    "<|interpreter|>",
+    "<|user|>",
+    "<|assistant|>",
+    "<|observation|>",
+    "<|system|>",
+    "[INST]",
+    "[/INST]",
+    "<<SYS>>",
+    "<s>",
+    "</s>",
+    "<|eot_id|>",
+    "<|start_header_id|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<think>",
+    "</think>",
+    "[TOOL_CALLS]",
+    "<start_of_turn>",
+    "<|end|>",
+    "<eoa>",
+    "<|endoftext|>",
+    "{{ x }}",
+    "{% if %}",
 ]
 
 _alphabet = st.characters(
     blacklist_categories=("Cs",),  # no lone surrogates
     blacklist_characters="\x00",
 )
-words = st.sampled_from(["hello", "weather", "Shanghai", "你好", "世界", "🙂", "🚀", "x", "42", " ", "\n", "\t"])
+words = st.sampled_from(
+    ["hello", "weather", "Shanghai", "你好", "世界", "🙂", "🚀", "x", "42", " ", "\n", "\t"]
+)
 
 
 @st.composite
@@ -90,8 +115,10 @@ def texts(draw: st.DrawFn, *, min_size: int = 0) -> str:
     )
     text = "".join(parts)
     if draw(st.booleans()):
-        text = draw(st.sampled_from([" ", "\n", "  ", "\n\n", "\t"])) + text + draw(
-            st.sampled_from(["", " ", "\n", "  \n"])
+        text = (
+            draw(st.sampled_from([" ", "\n", "  ", "\n\n", "\t"]))
+            + text
+            + draw(st.sampled_from(["", " ", "\n", "  \n"]))
         )
     return text
 
@@ -104,7 +131,10 @@ WEATHER_TOOL = {
         "parameters": {
             "type": "object",
             "properties": {
-                "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+                "location": {
+                    "type": "string",
+                    "description": "The city and state, e.g. San Francisco, CA",
+                },
                 "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
             },
             "required": ["location"],
@@ -116,14 +146,20 @@ SEARCH_TOOL = {
     "function": {
         "name": "search",
         "description": "Search the web",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string"}},
+            "required": ["query"],
+        },
     },
 }
 TOOLS = [WEATHER_TOOL, SEARCH_TOOL]
 
 
 @st.composite
-def tool_call_lists(draw: st.DrawFn, *, max_calls: int = 3, with_ids: bool = True) -> list[dict[str, Any]]:
+def tool_call_lists(
+    draw: st.DrawFn, *, max_calls: int = 3, with_ids: bool = True
+) -> list[dict[str, Any]]:
     """One or more (parallel) tool calls with arguments as JSON strings."""
     n = draw(st.integers(1, max_calls))
     calls = []
@@ -170,12 +206,18 @@ def conversations(
             break
         if tools and draw(st.booleans()):
             calls = draw(tool_call_lists())
-            msg: dict[str, Any] = {"role": "assistant", "content": draw(st.one_of(st.none(), texts())), "tool_calls": calls}
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": draw(st.one_of(st.none(), texts())),
+                "tool_calls": calls,
+            }
             if reasoning and draw(st.booleans()):
                 msg["reasoning_content"] = draw(texts())
             msgs.append(msg)
             for call in calls:
-                msgs.append({"role": "tool", "tool_call_id": call.get("id"), "content": draw(texts())})
+                msgs.append(
+                    {"role": "tool", "tool_call_id": call.get("id"), "content": draw(texts())}
+                )
             if last and end_with == "tool":
                 break
         msg = {"role": "assistant", "content": draw(texts())}

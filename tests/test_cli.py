@@ -39,7 +39,12 @@ def test_render_file_stdin_and_segments(tmp_path: Path) -> None:
     path.write_text(json.dumps(CONV))
     expected = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     assert runner.invoke(app, ["render", "-t", "chatml", str(path)]).output == expected
-    assert runner.invoke(app, ["render", "-t", "chatml", "-"], input=json.dumps(CONV["messages"])).output == expected
+    assert (
+        runner.invoke(
+            app, ["render", "-t", "chatml", "-"], input=json.dumps(CONV["messages"])
+        ).output
+        == expected
+    )
     segs = json.loads(runner.invoke(app, ["render", "-t", "chatml", "--json", str(path)]).output)
     assert "".join(s["text"] for s in segs) == expected
     assert {s["kind"] for s in segs} == {"control", "content"}

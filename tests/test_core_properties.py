@@ -6,18 +6,21 @@ import copy
 from typing import Any
 
 import pytest
-from _support import conversations
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt import ChatFmtError, Kind, Template
 
+from _support import conversations
+
 CHAT_TEMPLATES = [t for t in chatfmt.list_templates() if t.generation_config.capability == "chat"]
 IDS = [t.name for t in CHAT_TEMPLATES]
 
 
-def _segments(tpl: Template, messages: list[dict[str, Any]], **kw: Any) -> list[chatfmt.Segment] | None:
+def _segments(
+    tpl: Template, messages: list[dict[str, Any]], **kw: Any
+) -> list[chatfmt.Segment] | None:
     try:
         return tpl.segments(messages, now="2026-11-22", **kw)
     except ChatFmtError:
@@ -26,14 +29,18 @@ def _segments(tpl: Template, messages: list[dict[str, Any]], **kw: Any) -> list[
 
 @pytest.mark.parametrize("tpl", CHAT_TEMPLATES, ids=IDS)
 @given(data=conversations(tools=False, max_turns=3), gen=st.booleans())
-def test_render_is_join_of_segments_and_input_untouched(tpl: Template, data: dict[str, Any], gen: bool) -> None:
+def test_render_is_join_of_segments_and_input_untouched(
+    tpl: Template, data: dict[str, Any], gen: bool
+) -> None:
     messages = data["messages"]
     before = copy.deepcopy(messages)
     segs = _segments(tpl, messages, add_generation_prompt=gen)
     assert messages == before
     if segs is None:
         return
-    assert tpl.render(messages, add_generation_prompt=gen, now="2026-11-22") == "".join(s.text for s in segs)
+    assert tpl.render(messages, add_generation_prompt=gen, now="2026-11-22") == "".join(
+        s.text for s in segs
+    )
     assert all(s.text for s in segs)
     n = len(messages)
     assert all(s.message is None or 0 <= s.message < n for s in segs)
@@ -45,7 +52,9 @@ def test_render_is_join_of_segments_and_input_untouched(tpl: Template, data: dic
 
 @pytest.mark.parametrize("tpl", CHAT_TEMPLATES, ids=IDS)
 @given(data=conversations(tools=False, max_turns=4, end_with="user"))
-def test_follow_up_render_appends_to_what_the_engine_holds(tpl: Template, data: dict[str, Any]) -> None:
+def test_follow_up_render_appends_to_what_the_engine_holds(
+    tpl: Template, data: dict[str, Any]
+) -> None:
     """render(prev)+reply+stop, then render(new, sequence_start=False), equals render(all)."""
     messages = data["messages"]
     users = [i for i, m in enumerate(messages) if m["role"] == "user"]
@@ -80,7 +89,10 @@ def test_assistant_text_is_trained_content(tpl: Template) -> None:
 
 @pytest.mark.parametrize("tpl", CHAT_TEMPLATES, ids=IDS)
 def test_continue_final_message_leaves_reply_open(tpl: Template) -> None:
-    messages = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Partial answer"}]
+    messages = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Partial answer"},
+    ]
     try:
         text = tpl.render(messages, continue_final_message=True, now="2026-11-22")
     except ChatFmtError:

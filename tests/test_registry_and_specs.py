@@ -33,7 +33,10 @@ MESSAGES = [
 
 def test_lookup_by_name_alias_and_case() -> None:
     assert chatfmt.get_template("chatml") is chatfmt.get_template("OpenAI-ChatML")
-    assert chatfmt.get_template("zephyr").name == chatfmt.get_template("HuggingFaceH4/zephyr-7b-beta").name
+    assert (
+        chatfmt.get_template("zephyr").name
+        == chatfmt.get_template("HuggingFaceH4/zephyr-7b-beta").name
+    )
 
 
 def test_lookup_by_hf_cache_and_local_path(tmp_path: Path) -> None:
@@ -77,7 +80,10 @@ def test_spec_file_formats(tmp_path: Path, suffix: str) -> None:
     assert tpl.generation_config.stop_words == ("</s>",)
     assert tpl.generation_config.session_len == 4096
     assert tpl.generation_config.temperature == 0.3
-    assert tpl.render([{"role": "user", "content": "more"}], sequence_start=False) == "\n[U] more\n[A] "
+    assert (
+        tpl.render([{"role": "user", "content": "more"}], sequence_start=False)
+        == "\n[U] more\n[A] "
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,7 +109,10 @@ def test_first_user_system_mode_and_unsupported_system() -> None:
     tpl = SpecTemplate(
         TemplateSpec(
             name="merge-test",
-            roles={"user": RoleFormat("[INST] ", " [/INST]"), "assistant": RoleFormat(" ", " </s>")},
+            roles={
+                "user": RoleFormat("[INST] ", " [/INST]"),
+                "assistant": RoleFormat(" ", " </s>"),
+            },
             system_mode="first_user",
             system_in_user="<<SYS>>\n{system}\n<</SYS>>\n\n",
         )
@@ -132,8 +141,16 @@ def test_registry_rejects_duplicates() -> None:
 def test_generation_config_bundled() -> None:
     cfg = chatfmt.get_template("chatml").generation_config
     assert cfg.capability == "chat" and "<|im_end|>" in cfg.stop_words
-    assert set(cfg.to_dict()) >= {"session_len", "stop_words", "tool_stop_words", "top_p", "top_k",
-                                  "temperature", "repetition_penalty", "capability"}
+    assert set(cfg.to_dict()) >= {
+        "session_len",
+        "stop_words",
+        "tool_stop_words",
+        "top_p",
+        "top_k",
+        "temperature",
+        "repetition_penalty",
+        "capability",
+    }
 
 
 def test_unknown_option_rejected() -> None:

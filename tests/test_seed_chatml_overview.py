@@ -16,7 +16,10 @@ STARCHAT_SYSTEM = "Below is a dialogue between a human and an AI assistant calle
 
 def test_openai_chatml_v0_example() -> None:
     messages = [
-        {"role": "system", "content": "You are ChatGPT, a large language model trained by OpenAI. Answer as concisely as possible.\nKnowledge cutoff: 2021-09-01\nCurrent date: 2023-03-01"},
+        {
+            "role": "system",
+            "content": "You are ChatGPT, a large language model trained by OpenAI. Answer as concisely as possible.\nKnowledge cutoff: 2021-09-01\nCurrent date: 2023-03-01",
+        },
         {"role": "user", "content": "How are you"},
         {"role": "assistant", "content": "I am doing well!"},
         {"role": "user", "content": "How are you now?"},
@@ -75,7 +78,10 @@ def test_zephyr_style_end_marker() -> None:
 
 def test_human_assistant_dialogue_data() -> None:
     """The seed's plain format; its closing ``<EOS>`` is the tokenizer's EOS token, added at tokenization."""
-    messages = [{"role": "system", "content": "Below is a dialogue between a human and AI assistant ..."}, *SAMPLE]
+    messages = [
+        {"role": "system", "content": "Below is a dialogue between a human and AI assistant ..."},
+        *SAMPLE,
+    ]
     expected = (
         "Below is a dialogue between a human and AI assistant ...\n"
         "\n"

@@ -38,7 +38,9 @@ def read_json_input(source: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise fail(f"{source}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+        raise fail(
+            f"{source}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
 
 
 @app.command("templates")
@@ -57,7 +59,9 @@ def templates_cmd(
             ", ".join(r["aliases"]),
             "yes" if r["supports_tools"] else "",
             "yes" if r["supports_reasoning"] else "",
-            " ".join(json.dumps(w, ensure_ascii=False) for w in r["generation_config"]["stop_words"]),
+            " ".join(
+                json.dumps(w, ensure_ascii=False) for w in r["generation_config"]["stop_words"]
+            ),
         )
         for r in rows
     ]
@@ -67,7 +71,9 @@ def templates_cmd(
 
 
 @app.command("show")
-def show_cmd(name: Annotated[str, typer.Argument(help="Template name, alias, model id or file.")]) -> None:
+def show_cmd(
+    name: Annotated[str, typer.Argument(help="Template name, alias, model id or file.")],
+) -> None:
     """Show a template's format (an example render) and its generation config."""
     try:
         tpl = get_template(name)
@@ -89,13 +95,35 @@ def show_cmd(name: Annotated[str, typer.Argument(help="Template name, alias, mod
 
 @app.command("render")
 def render_cmd(
-    template: Annotated[str, typer.Option("--template", "-t", help="Template name, alias, model id or file.")],
-    source: Annotated[str, typer.Argument(help="JSON file with {'messages': [...], 'tools': [...]} or a bare list; '-' for stdin.")] = "-",
-    no_generation_prompt: Annotated[bool, typer.Option("--no-generation-prompt", help="Do not add the assistant generation prompt.")] = False,
-    continue_final: Annotated[bool, typer.Option("--continue-final-message", help="Leave the final message open.")] = False,
-    follow_up: Annotated[bool, typer.Option("--follow-up", help="sequence_start=False: render only what a follow-up turn adds.")] = False,
-    now: Annotated[str | None, typer.Option("--now", help="Date for templates that print one (YYYY-MM-DD).")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Template variable NAME=JSON_VALUE (repeatable).")] = None,
+    template: Annotated[
+        str, typer.Option("--template", "-t", help="Template name, alias, model id or file.")
+    ],
+    source: Annotated[
+        str,
+        typer.Argument(
+            help="JSON file with {'messages': [...], 'tools': [...]} or a bare list; '-' for stdin."
+        ),
+    ] = "-",
+    no_generation_prompt: Annotated[
+        bool,
+        typer.Option("--no-generation-prompt", help="Do not add the assistant generation prompt."),
+    ] = False,
+    continue_final: Annotated[
+        bool, typer.Option("--continue-final-message", help="Leave the final message open.")
+    ] = False,
+    follow_up: Annotated[
+        bool,
+        typer.Option(
+            "--follow-up", help="sequence_start=False: render only what a follow-up turn adds."
+        ),
+    ] = False,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Date for templates that print one (YYYY-MM-DD).")
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="Template variable NAME=JSON_VALUE (repeatable)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the segments as JSON.")] = False,
 ) -> None:
     """Render a conversation with a template."""

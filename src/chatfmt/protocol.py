@@ -220,8 +220,12 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
                 field=f"{where}.code_interpreter.input",
             )
         return ToolCall(
-            type="code_interpreter", name="code_interpreter", id=call_id, code=ci["input"],
-            arguments={"code": ci["input"]}, arguments_json=_json_dumps({"code": ci["input"]}),
+            type="code_interpreter",
+            name="code_interpreter",
+            id=call_id,
+            code=ci["input"],
+            arguments={"code": ci["input"]},
+            arguments_json=_json_dumps({"code": ci["input"]}),
         )
     if ctype != "function":
         raise ValidationError(
@@ -251,7 +255,11 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
                 field=f"{where}.function.arguments",
             ) from None
         return ToolCall(
-            type="function", name=name, id=call_id, arguments=parsed, arguments_json=args,
+            type="function",
+            name=name,
+            id=call_id,
+            arguments=parsed,
+            arguments_json=args,
             arguments_given_as_string=True,
         )
     try:
@@ -304,7 +312,9 @@ def validate_message(obj: Any, index: int) -> Message:
         raise ValidationError("a 'function' message needs a 'name'", index=index, field="name")
     if reasoning is not None and role != "assistant":
         raise ValidationError(
-            "only assistant messages may have reasoning_content", index=index, field="reasoning_content"
+            "only assistant messages may have reasoning_content",
+            index=index,
+            field="reasoning_content",
         )
     if tool_call_id is not None and role != "tool":
         raise ValidationError(
@@ -338,7 +348,9 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
             raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
         ttype = raw.get("type", "function")
         if ttype == "code_interpreter":
-            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=copy.deepcopy(dict(raw))))
+            out.append(
+                Tool(type="code_interpreter", name="code_interpreter", raw=copy.deepcopy(dict(raw)))
+            )
             continue
         if ttype != "function":
             raise ValidationError(
@@ -356,7 +368,9 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
             raise ValidationError("must be a string", field=f"{where}.function.description")
         params = fn.get("parameters")
         if params is not None and not isinstance(params, Mapping):
-            raise ValidationError("must be a JSON-schema object", field=f"{where}.function.parameters")
+            raise ValidationError(
+                "must be a JSON-schema object", field=f"{where}.function.parameters"
+            )
         out.append(
             Tool(
                 type="function",

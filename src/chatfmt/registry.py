@@ -49,7 +49,11 @@ class Registry:
         self._templates[key] = template
         for alias in template.aliases:
             a = _norm(alias)
-            if not replace and (a in self._templates or a in self._aliases) and self._aliases.get(a) != key:
+            if (
+                not replace
+                and (a in self._templates or a in self._aliases)
+                and self._aliases.get(a) != key
+            ):
                 raise TemplateError(f"alias {alias!r} of {template.name!r} is already taken")
             self._aliases[a] = key
         for model_id in template.model_ids:
@@ -99,7 +103,9 @@ class Registry:
         if isinstance(query, Path):
             return self._from_path(query)
         if not isinstance(query, str):
-            raise TemplateError(f"template must be a name, path or Template, got {type(query).__name__}")
+            raise TemplateError(
+                f"template must be a name, path or Template, got {type(query).__name__}"
+            )
         key = _norm(query)
         if key in self._templates:
             return self._templates[key]
@@ -155,8 +161,10 @@ class Registry:
     def _from_path(self, path: Path) -> Template:
         from .spec import load_spec_file
 
-        if path.is_file() and path.suffix.lower() in (".toml", ".yaml", ".yml") or (
-            path.is_file() and path.suffix.lower() == ".json" and path.name != "tokenizer_config.json"
+        if (path.is_file() and path.suffix.lower() in (".toml", ".yaml", ".yml")) or (
+            path.is_file()
+            and path.suffix.lower() == ".json"
+            and path.name != "tokenizer_config.json"
             and _looks_like_spec(path)
         ):
             return load_spec_file(path)

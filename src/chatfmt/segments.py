@@ -42,7 +42,12 @@ class Segment:
         return self.kind is Kind.CONTROL
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind.value, "message": self.message, "trained": self.trained}
+        return {
+            "text": self.text,
+            "kind": self.kind.value,
+            "message": self.message,
+            "trained": self.trained,
+        }
 
 
 def join(segments: Iterable[Segment]) -> str:

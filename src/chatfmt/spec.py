@@ -64,7 +64,9 @@ class TemplateSpec:
         if unknown:
             raise TemplateError(f"template spec {self.name!r}: unknown role(s) {sorted(unknown)}")
         if self.system_mode == "first_user" and "{system}" not in self.system_in_user:
-            raise TemplateError(f"template spec {self.name!r}: system_in_user needs a {{system}} placeholder")
+            raise TemplateError(
+                f"template spec {self.name!r}: system_in_user needs a {{system}} placeholder"
+            )
 
 
 class SpecTemplate(Template):
@@ -97,10 +99,9 @@ class SpecTemplate(Template):
                 msgs = msgs[1:]
             else:
                 system_text = spec.default_system
-        elif spec.system_mode == "turn":
-            if not (msgs and msgs[0].role == "system") and spec.default_system is not None:
-                fmt = roles.get("system", RoleFormat())
-                b.control(fmt.prefix + spec.default_system + fmt.suffix + fmt.separator)
+        elif spec.default_system is not None and not (msgs and msgs[0].role == "system"):
+            sys_fmt = roles.get("system", RoleFormat())
+            b.control(sys_fmt.prefix + spec.default_system + sys_fmt.suffix + sys_fmt.separator)
         for m in msgs:
             if m.role == "system" and spec.system_mode != "turn":
                 raise UnsupportedFeatureError(
@@ -110,16 +111,19 @@ class SpecTemplate(Template):
                 )
             if m.tool_calls:
                 raise UnsupportedFeatureError(
-                    f"template {spec.name!r} has no tool-call format", index=m.index, field="tool_calls"
+                    f"template {spec.name!r} has no tool-call format",
+                    index=m.index,
+                    field="tool_calls",
                 )
-            fmt = roles.get(m.role)
-            if fmt is None:
+            role_fmt = roles.get(m.role)
+            if role_fmt is None:
                 raise UnsupportedFeatureError(
                     f"template {spec.name!r} has no {m.role!r} role", index=m.index, field="role"
                 )
             if spec.alternate:
                 self._check_alternation(conv, m.index)
             text = m.text.strip() if spec.strip_content else m.text
+            fmt = role_fmt
             trained = m.role == "assistant"
             b.control(fmt.prefix, m.index)
             if m.role == "user" and system_text is not None:
@@ -169,7 +173,9 @@ def spec_from_dict(data: Mapping[str, Any], *, origin: str = "<dict>") -> Templa
         raise TemplateError(f"{origin}: 'name' (a string) is required")
     raw_roles = data.get("roles")
     if not isinstance(raw_roles, Mapping):
-        raise TemplateError(f"{origin}: 'roles' must map role names to {{prefix, suffix, separator}}")
+        raise TemplateError(
+            f"{origin}: 'roles' must map role names to {{prefix, suffix, separator}}"
+        )
     roles = {}
     for role, fmt in raw_roles.items():
         if not isinstance(fmt, Mapping) or set(fmt) - {"prefix", "suffix", "separator"}:
@@ -178,7 +184,9 @@ def spec_from_dict(data: Mapping[str, Any], *, origin: str = "<dict>") -> Templa
     gen = data.get("generation", data.get("generation_config", {})) or {}
     if not isinstance(gen, Mapping) or set(gen) - _GEN_KEYS:
         raise TemplateError(f"{origin}: generation takes only {sorted(_GEN_KEYS)}")
-    kwargs: dict[str, Any] = {k: v for k, v in data.items() if k in _SPEC_KEYS and k not in ("roles", "generation_config")}
+    kwargs: dict[str, Any] = {
+        k: v for k, v in data.items() if k in _SPEC_KEYS and k not in ("roles", "generation_config")
+    }
     for key in ("aliases", "model_ids", "model_patterns", "control_tokens"):
         if key in kwargs:
             kwargs[key] = tuple(kwargs[key])
@@ -204,7 +212,7 @@ def load_spec_file(path: str | Path) -> SpecTemplate:
             try:
                 import tomllib
             except ModuleNotFoundError:  # Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
+                import tomli as tomllib
             data = tomllib.loads(text)
         elif suffix == ".json":
             data = json.loads(text)
@@ -217,7 +225,9 @@ def load_spec_file(path: str | Path) -> SpecTemplate:
                 ) from None
             data = yaml.safe_load(text)
         else:
-            raise TemplateError(f"{p}: unknown template file type {suffix!r} (use .toml, .json, .yaml)")
+            raise TemplateError(
+                f"{p}: unknown template file type {suffix!r} (use .toml, .json, .yaml)"
+            )
     except TemplateError:
         raise
     except Exception as exc:  # parse errors of the three formats

@@ -112,7 +112,9 @@ class Template(ABC):
             segs = self._render_follow_up(conv, ctx)
         if continue_final_message:
             if not conv.messages:
-                raise ValidationError("continue_final_message needs at least one message", field="messages")
+                raise ValidationError(
+                    "continue_final_message needs at least one message", field="messages"
+                )
             segs = truncate_after_content(segs, len(conv.messages) - 1)
         return segs
 
@@ -176,9 +178,7 @@ class Template(ABC):
             Message(role="user", content=_PROBE_USER, source_role="user", index=0),
             Message(role="assistant", content=_PROBE_ASSISTANT, source_role="assistant", index=1),
         )
-        shifted = tuple(
-            Message(**{**m.__dict__, "index": m.index + 2}) for m in conv.messages
-        )
+        shifted = tuple(Message(**{**m.__dict__, "index": m.index + 2}) for m in conv.messages)
         full = Conversation(probe + shifted, conv.tools)
         try:
             segs = self.render_conversation(full, ctx)
@@ -212,7 +212,9 @@ def _as_date(now: _dt.date | _dt.datetime | str | None) -> _dt.date:
         try:
             return _dt.date.fromisoformat(now[:10])
         except ValueError:
-            raise ValidationError(f"now must be an ISO date (YYYY-MM-DD), got {now!r}", field="now") from None
+            raise ValidationError(
+                f"now must be an ISO date (YYYY-MM-DD), got {now!r}", field="now"
+            ) from None
     raise ValidationError(f"now must be a date, got {type(now).__name__}", field="now")
 
 
