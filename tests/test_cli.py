@@ -63,3 +63,11 @@ def test_render_errors_are_clear(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "invalid JSON" in result.output
     result = runner.invoke(app, ["render", "-t", "no-such-template", str(bad)])
     assert result.exit_code == 2 and "no chat template matches" in result.output
+
+
+def test_docs_templates_catalogue_is_current() -> None:
+    """docs/templates.md embeds `chatfmt templates --markdown`; regenerate it when templates change."""
+    from chatfmt.cli import templates_markdown
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "templates.md").read_text(encoding="utf-8")
+    assert templates_markdown() in doc

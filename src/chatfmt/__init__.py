@@ -15,6 +15,7 @@ from .errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
+from .parsing import StreamParser, merge_deltas, parse
 from .protocol import Conversation, Message, Tool, ToolCall, validate_conversation
 from .registry import REGISTRY, register
 from .segments import Kind, Segment
@@ -36,6 +37,7 @@ __all__ = [
     "RoleOrderError",
     "Segment",
     "SpecTemplate",
+    "StreamParser",
     "Template",
     "TemplateError",
     "TemplateNotFoundError",
@@ -50,6 +52,8 @@ __all__ = [
     "get_template",
     "list_templates",
     "load_spec_file",
+    "merge_deltas",
+    "parse",
     "register",
     "render",
     "render_segments",

@@ -43,11 +43,37 @@ def read_json_input(source: str) -> Any:
         ) from None
 
 
+def templates_markdown() -> str:
+    """The template catalogue as a Markdown table (the body of ``docs/templates.md``)."""
+
+    def cell(values: list[str]) -> str:
+        return "<br>".join(f"`{v}`" for v in values).replace("|", "\\|")
+
+    lines = [
+        "| name | aliases | model ids | source of truth | tools | reasoning | stop words |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in list_templates():
+        cfg = t.generation_config
+        stops = [json.dumps(w, ensure_ascii=False)[1:-1] for w in cfg.all_stop_words]
+        source = t.source.replace("|", "\\|")
+        lines.append(
+            f"| `{t.name}` | {cell(list(t.aliases))} | {cell(list(t.model_ids))} | {source} "
+            f"| {'yes' if t.supports_tools else 'no'} | {'yes' if t.supports_reasoning else 'no'} "
+            f"| {cell(stops)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 @app.command("templates")
 def templates_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the Markdown catalogue (docs/templates.md).")] = False,
 ) -> None:
     """List the built-in templates."""
+    if markdown:
+        typer.echo(templates_markdown(), nl=False)
+        return
     rows = [t.info() for t in list_templates()]
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))

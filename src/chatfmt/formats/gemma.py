@@ -80,9 +80,9 @@ class _GemmaBase(Template):
         start = len(full) - len(full.lstrip())
         end = len(full.rstrip())
         cut = len(system.text)
-        b.content(full[start:min(cut, end)], system.index)
-        b.control(full[max(cut, start):min(cut + 1, end)], system.index)
-        b.content(full[max(cut + 1, start):end], user.index)
+        b.content(full[start : min(cut, end)], system.index)
+        b.control(full[max(cut, start) : min(cut + 1, end)], system.index)
+        b.content(full[max(cut + 1, start) : end], user.index)
 
     def _check(self, m: Message, pos: int) -> None:
         if m.tool_calls or m.role == "tool":
@@ -92,7 +92,9 @@ class _GemmaBase(Template):
                 field="tool_calls" if m.tool_calls else "role",
             )
         if m.content is None:
-            raise ValidationError("Gemma templates need string content", index=m.index, field="content")
+            raise ValidationError(
+                "Gemma templates need string content", index=m.index, field="content"
+            )
         if (m.role == "user") != (pos % 2 == 0):
             raise RoleOrderError(_ALTERNATE, index=m.index, field="role")
 

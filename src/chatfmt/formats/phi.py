@@ -21,7 +21,9 @@ def _check_plain(template: Template, m: Message) -> None:
             field="tool_calls" if m.tool_calls else "role",
         )
     if m.content is None:
-        raise ValidationError(f"template {template.name!r} needs string content", index=m.index, field="content")
+        raise ValidationError(
+            f"template {template.name!r} needs string content", index=m.index, field="content"
+        )
 
 
 class Phi3(Template):
@@ -32,21 +34,19 @@ class Phi3(Template):
     """
 
     name = "phi3"
-    aliases = ("phi-3", "phi3-mini")
-    model_ids = (
+    aliases: tuple[str, ...] = ("phi-3", "phi3-mini")
+    model_ids: tuple[str, ...] = (
         "microsoft/Phi-3-mini-4k-instruct",
         "microsoft/Phi-3-mini-128k-instruct",
     )
-    model_patterns = (r"phi-?3",)
+    model_patterns: tuple[str, ...] = (r"phi-?3",)
     description = "Phi-3: <|system|>/<|user|>/<|assistant|> turns closed by <|end|>."
     source = "official Jinja: ollama-phi3-3.8b.jinja (GGUF of microsoft/Phi-3-mini-4k-instruct)"
-    official_templates = ("ollama-phi3-3.8b.jinja",)
+    official_templates: tuple[str, ...] = ("ollama-phi3-3.8b.jinja",)
     control_tokens = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>")
     generation_config = GenerationConfig(
         session_len=4096,
         stop_words=("<|end|>", "<|endoftext|>", "<|assistant|>"),
-        top_p=1.0,
-        temperature=0.0,
     )
     eos = "<|endoftext|>"
     #: Phi-3.5 skips a system message whose content is empty.
@@ -92,15 +92,17 @@ class Phi4(Template):
     aliases = ("phi-4",)
     model_ids = ("microsoft/phi-4",)
     model_patterns = (r"^phi-?4$", r"^phi-?4-(?!mini)")
-    description = "Phi-4: <|im_start|>role<|im_sep|>…<|im_end|>; the assistant header follows each user turn."
-    source = "official Jinja: llamacpp-phi-4.jinja (microsoft/phi-4, from llama.cpp's template tests)"
+    description = (
+        "Phi-4: <|im_start|>role<|im_sep|>…<|im_end|>; the assistant header follows each user turn."
+    )
+    source = (
+        "official Jinja: llamacpp-phi-4.jinja (microsoft/phi-4, from llama.cpp's template tests)"
+    )
     official_templates = ("llamacpp-phi-4.jinja",)
     control_tokens = ("<|im_start|>", "<|im_sep|>", "<|im_end|>", "<|endoftext|>")
     generation_config = GenerationConfig(
         session_len=16384,
         stop_words=("<|im_end|>", "<|endoftext|>"),
-        top_p=1.0,
-        temperature=0.0,
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:

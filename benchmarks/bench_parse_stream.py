@@ -1,0 +1,142 @@
+"""Streaming-parse benchmark: one Hermes tool call with 10 KB and 100 KB arguments, 4-character chunks.
+
+Compares chatfmt's incremental StreamParser with a re-parse-each-chunk baseline
+(what several engines do: complete the partial JSON of the accumulated text,
+``json.loads`` it, re-serialize the arguments and send the new suffix).
+
+    python benchmarks/bench_parse_stream.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from typing import Any
+
+from chatfmt.parsing import StreamParser, merge_deltas
+
+CHUNK = 4
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\]]')
+
+
+def payload(size: int) -> str:
+    """Model output: one call whose JSON arguments are ``size`` bytes (UTF-8) of text."""
+    unit = 'line "quoted" {braces} [x] \\ back </tool_call> é\n'
+    body = unit * (size // len(unit) + 1)
+
+    def args_of(m: int) -> str:
+        return json.dumps(
+            {"path": "/tmp/a.txt", "content": body[:m], "n": [1, 2, 3]}, ensure_ascii=False
+        )
+
+    m = size
+    while len(args_of(m).encode()) > size:
+        m -= max(1, (len(args_of(m).encode()) - size) // 2)
+    return '<tool_call>\n{"name": "write_file", "arguments": ' + args_of(m) + "}\n</tool_call>"
+
+
+def chunks(text: str) -> list[str]:
+    return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
+
+
+def run_chatfmt(parts: list[str]) -> str:
+    sp = StreamParser(parser="hermes")
+    deltas = [d for p in parts for d in sp.feed(p)] + sp.finish()
+    return merge_deltas(deltas)["tool_calls"][0]["function"]["arguments"]
+
+
+def complete_partial(text: str) -> str | None:
+    """Close an unfinished JSON prefix (open string, arrays, objects); None if not closable."""
+    stack: list[str] = []
+    in_string = False
+    for m in _TOKENS.finditer(text):
+        tok = m.group()
+        if tok[0] == '"':
+            in_string = (
+                len(tok) == 1
+                or not tok.endswith('"')
+                or (tok.endswith('\\"') and _odd_backslashes(tok))
+            )
+        elif tok in "{[":
+            stack.append("}" if tok == "{" else "]")
+        elif stack:
+            stack.pop()
+    out = text
+    if in_string:
+        if out.endswith("\\"):
+            out = out[:-1]
+        out += '"'
+    out = out.rstrip().rstrip(",")
+    if out.endswith(":"):
+        out += " null"
+    return out + "".join(reversed(stack))
+
+
+def _odd_backslashes(tok: str) -> bool:
+    n = len(tok) - 1
+    k = 0
+    while n - 1 - k >= 0 and tok[n - 1 - k] == "\\":
+        k += 1
+    return k % 2 == 1
+
+
+def run_baseline(parts: list[str]) -> str:
+    """Re-parse the accumulated text on every chunk and diff the re-serialized arguments."""
+    acc = ""
+    sent = ""
+    for p in parts:
+        acc += p
+        start = acc.find("<tool_call>")
+        if start < 0:
+            continue
+        body = acc[start + len("<tool_call>") :].split("</tool_call>")[0].strip()
+        if not body:
+            continue
+        try:
+            obj: Any = json.loads(complete_partial(body) or "")
+        except ValueError:
+            continue
+        if not isinstance(obj, dict) or "arguments" not in obj:
+            continue
+        args = json.dumps(obj["arguments"], ensure_ascii=False)
+        # a partial string must not be sent past its current end: hold the closing part
+        stable = args[: len(args) - 4] if not body.endswith("}") else args
+        if stable.startswith(sent) and len(stable) > len(sent):
+            sent = stable
+    return sent
+
+
+def timed(fn: Any, parts: list[str]) -> float:
+    t0 = time.perf_counter()
+    fn(parts)
+    return (time.perf_counter() - t0) * 1000
+
+
+def main() -> None:
+    sizes = (10_000, 100_000)
+    inputs = {size: chunks(payload(size)) for size in sizes}
+    for parts in inputs.values():  # correctness first: the arguments are the model's text
+        args = run_chatfmt(parts)
+        assert json.loads(args)["path"] == "/tmp/a.txt" and args in "".join(parts)
+    # Interleave the sizes so both see the same machine load; report medians.
+    ours: dict[int, list[float]] = {size: [] for size in sizes}
+    for _ in range(7):
+        for size in sizes:
+            ours[size].append(timed(run_chatfmt, inputs[size]))
+    base = {size: timed(run_baseline, inputs[size]) for size in sizes}
+    med = {size: statistics.median(ours[size]) for size in sizes}
+    print(f"{'args':>8} {'chunks':>7} {'chatfmt ms':>11} {'re-parse ms':>12} {'speed-up':>9}")
+    for size in sizes:
+        print(
+            f"{size // 1000:>6}KB {len(inputs[size]):>7} {med[size]:>11.1f} {base[size]:>12.1f} {base[size] / med[size]:>8.0f}x"
+        )
+    print(
+        f"growth 10KB -> 100KB: chatfmt {med[100_000] / med[10_000]:.1f}x, "
+        f"re-parse {base[100_000] / base[10_000]:.1f}x (input grows {len(inputs[100_000]) / len(inputs[10_000]):.1f}x)"
+    )
+
+
+if __name__ == "__main__":
+    main()

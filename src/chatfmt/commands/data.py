@@ -1,0 +1,113 @@
+"""``chatfmt tokenize`` and ``chatfmt convert``: datasets to token ids, and prompts between families."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ChatFmtError
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
+    return typer.Exit(code=2)
+
+
+def _options(pairs: list[str] | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise _fail(f"--option takes NAME=VALUE (JSON value), got {pair!r}")
+        key, value = pair.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except ValueError:
+            out[key] = value
+    return out
+
+
+def tokenize_cmd(
+    input_path: Annotated[Path, typer.Argument(help="JSONL, JSON, Parquet file/folder or a datasets save_to_disk folder.")],
+    template: Annotated[str, typer.Option("--template", "-t", help="Template name, model id or file.")],
+    tokenizer: Annotated[str, typer.Option("--tokenizer", help="tokenizer.json folder/file, .model, .gguf, tekken.json.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray).")],
+    workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Worker processes.")] = 1,
+    max_length: Annotated[Optional[int], typer.Option("--max-length", min=1, help="Token limit per sample.")] = None,  # noqa: UP045
+    truncate: Annotated[bool, typer.Option("--truncate", help="Cut samples longer than --max-length.")] = False,
+    drop: Annotated[bool, typer.Option("--drop", help="Drop samples longer than --max-length (listed in the errors file).")] = False,
+    train_on: Annotated[str, typer.Option("--train-on", help="all_assistant, last_assistant or all.")] = "all_assistant",
+    on_special: Annotated[str, typer.Option("--on-special", help="text (encode as plain text) or raise.")] = "text",
+    errors_file: Annotated[Optional[Path], typer.Option("--errors", help="Errors JSONL (default OUT.errors.jsonl).")] = None,  # noqa: UP045
+    split: Annotated[Optional[str], typer.Option("--split", help="Split of a DatasetDict folder.")] = None,  # noqa: UP045
+    engine: Annotated[str, typer.Option("--engine", help="local (multiprocessing) or ray.")] = "local",
+    option: Annotated[Optional[list[str]], typer.Option("--option", help="Template option NAME=VALUE.")] = None,  # noqa: UP045
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
+    if truncate and drop:
+        raise _fail("use either --truncate or --drop, not both")
+    if (truncate or drop) and max_length is None:
+        raise _fail("--truncate and --drop need --max-length")
+    overflow = "truncate" if truncate else "drop" if drop else "error"
+    if not input_path.exists():
+        raise _fail(f"input not found: {input_path}")
+    try:
+        if engine == "ray":
+            from ..data_pipeline.ray_engine import tokenize_dataset_ray
+
+            summary = tokenize_dataset_ray(
+                input_path, output, template=template, tokenizer=tokenizer, max_length=max_length,
+                overflow=overflow, train_on=train_on, on_special=on_special, errors_path=errors_file,
+                options=_options(option),
+            )
+        elif engine == "local":
+            from ..data_pipeline.pipeline import tokenize_dataset
+
+            summary = tokenize_dataset(
+                input_path, output, template=template, tokenizer=tokenizer, workers=workers,
+                max_length=max_length, overflow=overflow, train_on=train_on,  # type: ignore[arg-type]
+                on_special=on_special, errors_path=errors_file, split=split,
+                progress=None if not no_progress else False, options=_options(option),
+            )
+        else:
+            raise _fail(f"--engine must be local or ray, got {engine!r}")
+    except ChatFmtError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.report())
+
+
+def convert_cmd(
+    input_path: Annotated[Path, typer.Argument(help="JSONL/Parquet/datasets rows holding rendered prompts.")],
+    source: Annotated[str, typer.Option("--from", help="Template the prompts were rendered with.")],
+    target: Annotated[str, typer.Option("--to", help="Template to render them with.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL.")],
+    field: Annotated[str, typer.Option("--field", help="Column with the prompt text.")] = "text",
+    errors_file: Annotated[Optional[Path], typer.Option("--errors", help="Errors JSONL.")] = None,  # noqa: UP045
+) -> None:
+    """Convert datasets stored as rendered prompts from one template family to another."""
+    from ..api import get_template
+    from ..data_pipeline.convert import convert_dataset
+
+    if not input_path.exists():
+        raise _fail(f"input not found: {input_path}")
+    try:
+        counts = convert_dataset(
+            input_path, output, source=get_template(source), target=get_template(target), field=field,
+            errors_path=errors_file,
+        )
+    except ChatFmtError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(
+        f"rows: {counts['rows']}  converted: {counts['converted']}  errors: {counts['errors']}\n"
+        f"output: {counts['output']}\nerrors file: {counts['errors_file']}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tokenize`` and ``convert`` to the ``chatfmt`` app."""
+    app.command("tokenize")(tokenize_cmd)
+    app.command("convert")(convert_cmd)

@@ -1,0 +1,328 @@
+"""Tokenize a chat dataset to Parquet with parallel workers; nothing is dropped silently.
+
+Every input row ends in exactly one place: the output (``row`` column keeps its
+index) or the errors file (JSONL ``{"row", "reason", "kind"}``), and the summary
+counts both.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import ChatFmtError, TokenizationError
+from ..template import Template
+from ..tokens.encode import Encoding, SequenceTooLongError, encode_batch
+from ..tokens.tokenizer import Tokenizer, load_tokenizer
+from .readers import count_rows, read_rows
+from .records import record_to_conversation
+
+Overflow = Literal["error", "truncate", "drop"]
+
+
+@dataclass(frozen=True)
+class TokenizeConfig:
+    """What each worker needs: the template, tokenizer and encoding policy."""
+
+    template: Template
+    tokenizer: Tokenizer
+    max_length: int | None = None
+    overflow: Overflow = "error"
+    train_on: str = "all_assistant"
+    on_special: str = "text"
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ChunkResult:
+    """A worker's output for one chunk: concatenated token arrays plus rejected rows."""
+
+    rows: np.ndarray
+    offsets: np.ndarray
+    ids: np.ndarray
+    labels: np.ndarray
+    num_trained: np.ndarray
+    truncated: np.ndarray
+    errors: list[dict[str, Any]]
+    n_in: int
+
+
+@dataclass
+class Summary:
+    """Counts of one run (printed by the CLI)."""
+
+    samples_in: int = 0
+    samples_out: int = 0
+    tokens: int = 0
+    trained_tokens: int = 0
+    truncated: int = 0
+    dropped_too_long: int = 0
+    errors: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    output: str = ""
+    errors_file: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["reasons"] = dict(self.reasons)
+        return d
+
+    def report(self) -> str:
+        rate = self.samples_in / self.seconds if self.seconds else 0.0
+        lines = [
+            f"samples read:     {self.samples_in}",
+            f"samples written:  {self.samples_out}  ({self.tokens} tokens, {self.trained_tokens} trained)",
+            f"truncated:        {self.truncated}",
+            f"dropped too long: {self.dropped_too_long}",
+            f"rejected (error): {self.errors}",
+        ]
+        for reason, n in self.reasons.most_common():
+            lines.append(f"  {n:>6}  {reason}")
+        lines.append(f"output:           {self.output}")
+        lines.append(f"errors file:      {self.errors_file}")
+        lines.append(f"time:             {self.seconds:.2f} s ({rate:.0f} samples/s)")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the worker side
+_CONFIG: TokenizeConfig | None = None
+
+
+def _init_worker(config: TokenizeConfig) -> None:
+    global _CONFIG
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    config.tokenizer.threads = 1
+    _CONFIG = config
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def process_chunk(chunk: list[tuple[int, Any]], config: TokenizeConfig | None = None) -> ChunkResult:
+    """Tokenize one chunk of ``(row index, row)`` pairs."""
+    cfg = config or _CONFIG
+    assert cfg is not None, "worker not initialised"
+    errors: list[dict[str, Any]] = []
+    convs: list[dict[str, Any]] = []
+    rows: list[int] = []
+    for index, raw in chunk:
+        try:
+            record = json.loads(raw) if isinstance(raw, str) else raw
+            convs.append(record_to_conversation(record))
+            rows.append(index)
+        except ValueError as exc:  # JSON errors and ValidationError
+            kind = "invalid_json" if isinstance(exc, json.JSONDecodeError) else "error"
+            errors.append({"row": index, "kind": kind, "reason": _reason(exc)})
+    truncation = "right" if cfg.overflow == "truncate" else "error"
+    try:
+        results: list[Encoding | ChatFmtError] = encode_batch(
+            convs,
+            cfg.template,
+            cfg.tokenizer,
+            train_on=cfg.train_on,  # type: ignore[arg-type]
+            max_length=cfg.max_length,
+            truncation=truncation,
+            on_special=cfg.on_special,  # type: ignore[arg-type]
+            errors="return",
+            **cfg.options,
+        )
+    except Exception:  # a bug in one row must not lose the chunk: retry one by one
+        results = []
+        for conv in convs:
+            try:
+                results.extend(
+                    encode_batch([conv], cfg.template, cfg.tokenizer, train_on=cfg.train_on,  # type: ignore[arg-type]
+                                 max_length=cfg.max_length, truncation=truncation,
+                                 on_special=cfg.on_special, errors="return", **cfg.options)  # type: ignore[arg-type]
+                )
+            except Exception as exc:
+                results.append(TokenizationError(_reason(exc)))
+    good: list[tuple[int, Encoding]] = []
+    for index, res in zip(rows, results):
+        if isinstance(res, Encoding):
+            good.append((index, res))
+        elif isinstance(res, SequenceTooLongError) and cfg.overflow == "drop":
+            errors.append({"row": index, "kind": "dropped_too_long", "reason": str(res)})
+        else:
+            errors.append({"row": index, "kind": "error", "reason": _reason(res)})
+    lengths = np.array([len(e) for _, e in good], dtype=np.int64)
+    offsets = np.zeros(len(good) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    cat = np.concatenate
+    empty = np.zeros(0, dtype=np.int32)
+    return ChunkResult(
+        rows=np.array([i for i, _ in good], dtype=np.int64),
+        offsets=offsets,
+        ids=cat([e.ids for _, e in good]).astype(np.int32) if good else empty,
+        labels=cat([e.label_array for _, e in good]).astype(np.int32) if good else empty,
+        num_trained=np.array([e.num_trained for _, e in good], dtype=np.int64),
+        truncated=np.array([e.truncated_from is not None for _, e in good], dtype=bool),
+        errors=sorted(errors, key=lambda e: e["row"]),
+        n_in=len(chunk),
+    )
+
+
+# ---------------------------------------------------------------------- the main side
+def _chunks(it: Iterable[tuple[int, Any]], size: int) -> Iterator[list[tuple[int, Any]]]:
+    iterator = iter(it)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def _record_batch(res: ChunkResult) -> Any:
+    import pyarrow as pa
+
+    offsets = pa.array(res.offsets.astype(np.int32))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(res.rows),
+            pa.ListArray.from_arrays(offsets, pa.array(res.ids)),
+            pa.ListArray.from_arrays(offsets, pa.array(res.labels)),
+            pa.ListArray.from_arrays(offsets, pa.array(np.ones(len(res.ids), dtype=np.int8))),
+            pa.array(np.diff(res.offsets).astype(np.int32)),
+            pa.array(res.num_trained.astype(np.int32)),
+            pa.array(res.truncated),
+        ],
+        schema=OUTPUT_SCHEMA(),
+    )
+
+
+def OUTPUT_SCHEMA() -> Any:  # noqa: N802 - reads like the constant it is
+    """The Parquet schema of tokenized output."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("row", pa.int64()),
+            ("input_ids", pa.list_(pa.int32())),
+            ("labels", pa.list_(pa.int32())),
+            ("attention_mask", pa.list_(pa.int8())),
+            ("num_tokens", pa.int32()),
+            ("num_trained", pa.int32()),
+            ("truncated", pa.bool_()),
+        ]
+    )
+
+
+def default_errors_path(output: Path) -> Path:
+    """``OUT.errors.jsonl`` beside the output (its suffix replaced)."""
+    name = output.name
+    for suffix in (".parquet", ".pq", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(name + ".errors.jsonl")
+
+
+def tokenize_dataset(
+    input_path: str | Path,
+    output_path: str | Path,
+    *,
+    template: str | Template,
+    tokenizer: str | Path | Tokenizer,
+    workers: int = 1,
+    max_length: int | None = None,
+    overflow: Overflow = "error",
+    train_on: str = "all_assistant",
+    on_special: str = "text",
+    errors_path: str | Path | None = None,
+    split: str | None = None,
+    chunk_size: int = 64,
+    progress: bool | None = None,
+    options: dict[str, Any] | None = None,
+) -> Summary:
+    """Tokenize a dataset to Parquet (``row, input_ids, labels, attention_mask, …``).
+
+    ``workers`` single-threaded worker processes; ``overflow`` for sequences longer
+    than ``max_length``: ``error`` (reject the row), ``truncate`` or ``drop``.
+    Rejected and dropped rows go to ``errors_path`` (default ``OUT.errors.jsonl``).
+    """
+    import pyarrow.parquet as pq
+
+    from ..api import get_template
+
+    if overflow not in ("error", "truncate", "drop"):
+        raise TokenizationError(f"overflow must be error, truncate or drop, got {overflow!r}")
+    if overflow != "error" and max_length is None:
+        raise TokenizationError(f"overflow={overflow!r} needs max_length")
+    started = time.perf_counter()
+    src, out = Path(input_path), Path(output_path)
+    err_path = Path(errors_path) if errors_path else default_errors_path(out)
+    config = TokenizeConfig(
+        template=get_template(template),
+        tokenizer=load_tokenizer(tokenizer),
+        max_length=max_length,
+        overflow=overflow,
+        train_on=train_on,
+        on_special=on_special,
+        options=dict(options or {}),
+    )
+    summary = Summary(output=str(out), errors_file=str(err_path))
+    total = count_rows(src, split)
+    bar = _progress(total, progress)
+    chunks = _chunks(read_rows(src, split=split), chunk_size)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with pq.ParquetWriter(str(out), OUTPUT_SCHEMA()) as writer, err_path.open("w", encoding="utf-8") as err_fh:
+        for res in _run(chunks, config, workers):
+            if len(res.rows):
+                writer.write_batch(_record_batch(res))
+            for e in res.errors:
+                err_fh.write(json.dumps(e, ensure_ascii=False) + "\n")
+                if e["kind"] == "dropped_too_long":
+                    summary.dropped_too_long += 1
+                else:
+                    summary.errors += 1
+                    summary.reasons[e["reason"].split(":", 1)[0] if e["kind"] == "error" else e["kind"]] += 1
+            summary.samples_in += res.n_in
+            summary.samples_out += len(res.rows)
+            summary.tokens += len(res.ids)
+            summary.trained_tokens += int(res.num_trained.sum())
+            summary.truncated += int(res.truncated.sum())
+            if bar is not None:
+                bar.update(res.n_in)
+    if bar is not None:
+        bar.close()
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _run(chunks: Iterator[list[tuple[int, Any]]], config: TokenizeConfig, workers: int) -> Iterator[ChunkResult]:
+    if workers <= 1:
+        threads = config.tokenizer.threads
+        config.tokenizer.threads = 1
+        try:
+            for chunk in chunks:
+                yield process_chunk(chunk, config)
+        finally:
+            config.tokenizer.threads = threads
+        return
+    method = "fork" if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    ctx = mp.get_context(method)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers are single-threaded
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:
+        yield from pool.imap(process_chunk, chunks, chunksize=1)
+
+
+def _progress(total: int | None, progress: bool | None) -> Any:
+    if progress is None:
+        progress = sys.stderr.isatty()
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="rows", desc="tokenize", file=sys.stderr)

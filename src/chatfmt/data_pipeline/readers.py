@@ -1,0 +1,100 @@
+"""Read dataset rows from JSONL, JSON, Parquet and Hugging Face ``datasets`` folders.
+
+Rows are yielded as ``(index, row)``; JSONL rows stay raw text (parsed in the workers,
+which keeps the reading process light), other formats yield dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChatFmtError
+
+
+class DatasetError(ChatFmtError):
+    """An input dataset that cannot be read at all."""
+
+
+def input_kind(path: Path) -> str:
+    """``jsonl``, ``json``, ``parquet`` or ``hf`` (a ``save_to_disk`` folder)."""
+    if path.is_dir():
+        if any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")):
+            return "hf"
+        if any(path.glob("*.parquet")):
+            return "parquet"
+        raise DatasetError(f"{path}: folder is neither a Hugging Face dataset (save_to_disk) nor Parquet files")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".json":
+        with path.open("rb") as fh:
+            head = fh.read(64).lstrip()
+        return "json" if head.startswith(b"[") else "jsonl"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise DatasetError(f"{path}: unknown dataset type {suffix!r} (use .jsonl, .json, .parquet or a datasets folder)")
+
+
+def count_rows(path: Path, split: str | None = None) -> int | None:
+    """Number of rows when cheap to know (Parquet, datasets), else ``None``."""
+    kind = input_kind(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    if kind == "hf":
+        return len(_load_hf(path, split))
+    return None
+
+
+def read_rows(path: Path, *, split: str | None = None, batch_size: int = 256) -> Iterator[tuple[int, Any]]:
+    """``(row index, row)`` pairs; JSONL rows are the raw line (``str``)."""
+    kind = input_kind(path)
+    if kind == "jsonl":
+        with path.open(encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if line.strip():
+                    yield i, line
+    elif kind == "json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise DatasetError(f"{path}: invalid JSON ({exc})") from None
+        if not isinstance(data, list):
+            raise DatasetError(f"{path}: a .json dataset must be an array of rows")
+        yield from enumerate(data)
+    elif kind == "parquet":
+        import pyarrow.parquet as pq
+
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        index = 0
+        for f in files:
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_size):
+                for row in batch.to_pylist():
+                    yield index, row
+                    index += 1
+    else:
+        ds = _load_hf(path, split)
+        for i, row in enumerate(ds):
+            yield i, row
+
+
+def _load_hf(path: Path, split: str | None) -> Any:
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError("reading datasets folders needs: pip install 'chatfmt[datasets]'") from None
+    ds = datasets.load_from_disk(str(path))
+    if isinstance(ds, datasets.DatasetDict):
+        if split is None:
+            if len(ds) != 1 and "train" not in ds:
+                raise DatasetError(f"{path}: choose a split with --split ({', '.join(ds)})")
+            split = "train" if "train" in ds else next(iter(ds))
+        if split not in ds:
+            raise DatasetError(f"{path}: no split {split!r} ({', '.join(ds)})")
+        ds = ds[split]
+    return ds

@@ -1,0 +1,13 @@
+"""Parse model output back into OpenAI assistant messages, whole or streaming.
+
+``parse(text, template)`` returns an assistant message; ``StreamParser(template)``
+turns chunks into OpenAI ``chat.completion.chunk`` deltas; ``merge_deltas`` folds
+deltas into the message ``parse`` returns (``parse`` is the stream parser fed once).
+"""
+
+from __future__ import annotations
+
+from . import _families  # noqa: F401  (registers the family parsers)
+from .base import REASONING_PARSERS, TOOL_PARSERS, Delta, StreamParser, merge_deltas, parse
+
+__all__ = ["REASONING_PARSERS", "TOOL_PARSERS", "Delta", "StreamParser", "merge_deltas", "parse"]

@@ -1,0 +1,412 @@
+"""The incremental parsing framework: deltas, the emitter, parser registry, ``StreamParser``, ``parse``.
+
+Every family parser is an explicit state machine over a small buffer of
+not-yet-decided text. ``feed`` appends a chunk and runs the machine as far as the
+text decides; ``finish`` closes it. Deltas have the shape of an OpenAI
+``chat.completion.chunk`` choice delta. :func:`parse` is the stream parser fed
+once, and :func:`merge_deltas` folds deltas into an assistant message, so a
+stream and a whole parse give the same message by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import ParseError
+from .markers import SpecialBudget
+
+Delta = dict[str, Any]
+IdFactory = Callable[[int], str]
+
+_ALNUM = string.ascii_letters + string.digits
+
+
+def openai_call_id(_index: int) -> str:
+    """A random OpenAI-style call id (``call_`` + 24 hex digits)."""
+    return "call_" + secrets.token_hex(12)
+
+
+def mistral_call_id(_index: int) -> str:
+    """A random 9-character alphanumeric id, the form Mistral models expect."""
+    return "".join(secrets.choice(_ALNUM) for _ in range(9))
+
+
+class Emitter:
+    """Collects the deltas of one ``feed``; neighbouring text deltas are merged."""
+
+    __slots__ = ("_args", "_tools", "calls", "deltas", "id_factory")
+
+    def __init__(self, id_factory: IdFactory, tools: Mapping[str, Any] | None) -> None:
+        self.id_factory = id_factory
+        self._tools = tools
+        self.deltas: list[Delta] = []
+        self.calls = 0
+        self._args: dict[int, list[str]] = {}
+
+    def take(self) -> list[Delta]:
+        out, self.deltas = self.deltas, []
+        return out
+
+    def tool_schema(self, name: str) -> Any:
+        """The JSON schema of a tool's parameters, if tools were given."""
+        if not self._tools:
+            return None
+        return self._tools.get(name)
+
+    def _text(self, key: str, text: str) -> None:
+        if not text:
+            return
+        last = self.deltas[-1] if self.deltas else None
+        if last is not None and len(last) == 1 and key in last:
+            last[key] += text
+        else:
+            self.deltas.append({key: text})
+
+    def content(self, text: str) -> None:
+        self._text("content", text)
+
+    def reasoning(self, text: str) -> None:
+        self._text("reasoning_content", text)
+
+    def start_call(self, name: str, *, code: bool = False, error: str | None = None) -> int:
+        """Open a tool call; returns its index. Unknown names (when tools were given) are flagged."""
+        index = self.calls
+        self.calls += 1
+        entry: dict[str, Any] = {"index": index, "id": self.id_factory(index)}
+        if code:
+            entry["type"] = "code_interpreter"
+            entry["code_interpreter"] = {"input": ""}
+        else:
+            entry["type"] = "function"
+            entry["function"] = {"name": name, "arguments": ""}
+            if error is None and self._tools is not None and name not in self._tools:
+                error = f"unknown tool {name!r}"
+            self._args[index] = []
+        if error is not None:
+            entry["error"] = error
+        self.deltas.append({"tool_calls": [entry]})
+        return index
+
+    def _call_text(self, index: int, field: str, sub: str, text: str) -> None:
+        if not text:
+            return
+        last = self.deltas[-1] if self.deltas else None
+        if last is not None and "tool_calls" in last:
+            entry = last["tool_calls"][-1]
+            if entry["index"] == index and field in entry and "error" not in entry:
+                entry[field][sub] += text
+                return
+        self.deltas.append({"tool_calls": [{"index": index, field: {sub: text}}]})
+
+    def args(self, index: int, text: str) -> None:
+        """Append raw argument text of call ``index``."""
+        self._args[index].append(text)
+        self._call_text(index, "function", "arguments", text)
+
+    def code(self, index: int, text: str) -> None:
+        """Append code of code-interpreter call ``index``."""
+        self._call_text(index, "code_interpreter", "input", text)
+
+    def arguments_text(self, index: int) -> str:
+        return "".join(self._args.get(index, ()))
+
+    def fail(self, index: int, reason: str) -> None:
+        """Flag call ``index`` invalid (its text so far stays its arguments)."""
+        self.deltas.append({"tool_calls": [{"index": index, "error": reason}]})
+
+    def check_arguments(self, index: int) -> None:
+        """At the end of a call: its arguments must be a JSON object, else flag it."""
+        text = self.arguments_text(index)
+        try:
+            value = json.loads(text)
+        except ValueError:
+            self.fail(index, "arguments are not valid JSON")
+            return
+        if not isinstance(value, dict):
+            self.fail(index, "arguments are not a JSON object")
+
+
+def merge_deltas(deltas: Iterable[Delta]) -> dict[str, Any]:
+    """Fold stream deltas into one OpenAI assistant message.
+
+    ``content`` is the concatenated content (``None`` when there is none, or when
+    it is only whitespace next to tool calls); ``reasoning_content`` and
+    ``tool_calls`` appear when present. An invalid tool call keeps its raw text as
+    arguments and carries ``"error"``.
+    """
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    pieces: dict[int, list[str]] = {}  # argument / code text per call, joined once at the end
+    for delta in deltas:
+        if delta.get("content"):
+            content.append(delta["content"])
+        if delta.get("reasoning_content"):
+            reasoning.append(delta["reasoning_content"])
+        for entry in delta.get("tool_calls") or ():
+            index = entry["index"]
+            call = calls.get(index)
+            if call is None:
+                call = calls[index] = {"id": entry.get("id"), "type": entry.get("type", "function")}
+                pieces[index] = []
+            if "function" in entry:
+                fn = entry["function"]
+                if fn.get("name"):
+                    call["name"] = fn["name"]
+                pieces[index].append(fn.get("arguments") or "")
+            if "code_interpreter" in entry:
+                pieces[index].append(entry["code_interpreter"].get("input") or "")
+            if "error" in entry:
+                call["error"] = entry["error"]
+    for index, call in calls.items():
+        text = "".join(pieces[index])
+        if call["type"] == "code_interpreter":
+            call["code_interpreter"] = {"input": text}
+        else:
+            call["function"] = {"name": call.pop("name", ""), "arguments": text}
+        if "error" in call:
+            call["error"] = call.pop("error")  # keep "error" last
+    text = "".join(content)
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if not text or (calls and not text.strip()):
+        message["content"] = None
+    if reasoning:
+        message["reasoning_content"] = "".join(reasoning)
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return message
+
+
+class FormatParser:
+    """Base of the family state machines.
+
+    Subclasses implement :meth:`step`, which looks at ``self.buf[self.pos:]``,
+    consumes what it can decide (advancing ``self.pos``, emitting through
+    ``self.out``) and returns True to be called again or False when it needs more
+    text. ``self.final`` is True once the stream has ended. Consumed text is
+    dropped after every feed, so only undecided text is ever kept.
+    """
+
+    #: Parser name (as in a template's ``tool_parser`` / ``reasoning_parser``).
+    name: ClassVar[str] = ""
+    #: Markers that are single special tokens in this family (checked against token ids).
+    special_markers: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, out: Emitter, budget: SpecialBudget, options: Mapping[str, Any]) -> None:
+        self.out = out
+        self.budget = budget
+        self.options = options
+        self.buf = ""
+        self.pos = 0
+        self.final = False
+
+    def step(self) -> bool:
+        """Advance the state machine (see class doc)."""
+        self.out.content(self.buf[self.pos :])
+        self.pos = len(self.buf)
+        return False
+
+    def close(self) -> None:
+        """End of stream: everything is in ``buf``; release or flag what is left."""
+
+    def feed(self, text: str) -> None:
+        self.buf = self.buf[self.pos :] + text if self.pos else self.buf + text
+        self.pos = 0
+        while self.step():
+            pass
+
+    def finish(self) -> None:
+        self.final = True
+        while self.step():
+            pass
+        self.close()
+        self.buf, self.pos = "", 0
+
+
+class PlainParser(FormatParser):
+    """No tool-call syntax: everything is content."""
+
+    name = "plain"
+
+
+#: Tool parsers by name (filled by the family modules).
+TOOL_PARSERS: dict[str, type[FormatParser]] = {"plain": PlainParser}
+#: Reasoning parsers by name: factories wrapping a tool parser.
+REASONING_PARSERS: dict[str, Callable[..., FormatParser]] = {}
+
+
+def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatParser]:
+    for key in (cls.name, *aliases):
+        TOOL_PARSERS[key] = cls
+    return cls
+
+
+def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:
+    if tools is None:
+        return None
+    out: dict[str, Any] = {}
+    for tool in tools:
+        if isinstance(tool, str):
+            out[tool] = None
+            continue
+        if not isinstance(tool, Mapping):
+            raise ParseError(f"tools must be OpenAI tool objects, got {type(tool).__name__}")
+        fn = tool.get("function") if tool.get("type", "function") == "function" else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            out[fn["name"]] = fn.get("parameters")
+    return out
+
+
+def _resolve(
+    template: Any, parser: str | None, options: dict[str, Any]
+) -> tuple[str, str | None, Any]:
+    """(tool parser name, reasoning parser name, template or None)."""
+    from . import _families  # noqa: F401  (registers the family parsers)
+
+    tpl = None
+    if parser is None and template is not None:
+        from ..api import get_template
+        from ..registry import REGISTRY
+        from ..template import Template
+
+        if isinstance(template, Template):
+            tpl = template
+        elif isinstance(template, str) and template not in REGISTRY and template in TOOL_PARSERS:
+            parser = template
+        elif (
+            isinstance(template, str) and template not in REGISTRY and template in REASONING_PARSERS
+        ):
+            return "plain", template, None
+        else:
+            tpl = get_template(template if isinstance(template, (str, Path)) else str(template))
+    if tpl is not None:
+        tool = tpl.tool_parser or "plain"
+        reasoning = tpl.reasoning_parser
+        return tool, reasoning, tpl
+    if parser is None:
+        raise ParseError("give a template or a parser name")
+    reasoning = options.pop("reasoning_parser", None)
+    if parser in REASONING_PARSERS and parser not in TOOL_PARSERS:
+        return "plain", parser, None
+    return parser, reasoning, None
+
+
+class StreamParser:
+    """Parse model output as it streams: ``feed(chunk) -> deltas``, then ``finish()``.
+
+    ``template`` is a template name/object (its ``tool_parser`` and
+    ``reasoning_parser`` choose the parsers) or a parser name such as
+    ``"hermes"``; ``parser=`` forces a tool parser. ``tools`` (OpenAI tools) let
+    unknown tool names be flagged and typed arguments be decoded. Options:
+    ``thinking_prefilled`` (output starts inside a reasoning block; derived from
+    the template's generation prompt by default), ``enable_thinking`` and other
+    template options (used for that derivation), ``special_token_ids`` (marker →
+    token id) or ``tokenizer`` (to tell real special tokens from look-alike text
+    when ``feed`` gets ``token_ids``), ``id_factory`` (``index -> call id``).
+    """
+
+    def __init__(
+        self,
+        template: Any = None,
+        *,
+        tools: Sequence[Any] | None = None,
+        parser: str | None = None,
+        **options: Any,
+    ) -> None:
+        opts = dict(options)
+        tool_name, reasoning_name, tpl = _resolve(template, parser, opts)
+        if tool_name not in TOOL_PARSERS:
+            raise ParseError(
+                f"unknown tool parser {tool_name!r} (known: {', '.join(sorted(TOOL_PARSERS))})"
+            )
+        if reasoning_name is not None and reasoning_name not in REASONING_PARSERS:
+            raise ParseError(f"unknown reasoning parser {reasoning_name!r}")
+        tool_cls = TOOL_PARSERS[tool_name]
+        id_factory = opts.pop("id_factory", None) or (
+            mistral_call_id if tool_name == "mistral" else openai_call_id
+        )
+        self.out = Emitter(id_factory, _tool_schemas(tools))
+        marker_ids = _marker_ids(
+            tool_cls, opts.pop("special_token_ids", None), opts.pop("tokenizer", None)
+        )
+        self.budget = SpecialBudget(marker_ids)
+        if reasoning_name is not None and "thinking_prefilled" not in opts:
+            opts["thinking_prefilled"] = _prefilled(tpl, opts)
+        inner = tool_cls(self.out, self.budget, opts)
+        self._parser: FormatParser = (
+            REASONING_PARSERS[reasoning_name](inner, self.out, self.budget, opts)
+            if reasoning_name
+            else inner
+        )
+        self._done = False
+
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Delta]:
+        """Feed the next chunk of output text (and its token ids, if known)."""
+        if self._done:
+            raise ParseError("feed() after finish()")
+        if token_ids is not None:
+            self.budget.add_ids(token_ids)
+        self._parser.feed(text)
+        return self.out.take()
+
+    def finish(self) -> list[Delta]:
+        """End of stream: release held-back text and close or flag open calls."""
+        if not self._done:
+            self._done = True
+            self._parser.finish()
+        return self.out.take()
+
+
+def _marker_ids(
+    cls: type[FormatParser], given: Mapping[str, int] | None, tokenizer: Any
+) -> dict[str, int]:
+    ids = dict(given or {})
+    if tokenizer is not None:
+        lookup = getattr(tokenizer, "token_to_id", None) or getattr(
+            tokenizer, "convert_tokens_to_ids", None
+        )
+        markers = set(cls.special_markers) | {"<think>", "</think>"}
+        for marker in markers:
+            if marker in ids or lookup is None:
+                continue
+            tid = lookup(marker)
+            unk = getattr(tokenizer, "unk_token_id", None)
+            if isinstance(tid, int) and tid != unk:
+                ids[marker] = tid
+    return ids
+
+
+def _prefilled(tpl: Any, opts: Mapping[str, Any]) -> bool:
+    """Whether the template's generation prompt opens a reasoning block (``…<think>``)."""
+    if tpl is None:
+        return False
+    known = getattr(tpl, "default_options", {}) or {}
+    tpl_opts = {k: v for k, v in opts.items() if k in known}
+    try:
+        prompt = tpl.render(
+            [{"role": "user", "content": "x"}], add_generation_prompt=True, **tpl_opts
+        )
+    except Exception:  # a template that cannot render a bare question: assume no prefill
+        return False
+    tail = prompt.rstrip()
+    return tail.endswith("<think>")
+
+
+def parse(
+    text: str, template: Any = None, *, tools: Sequence[Any] | None = None, **options: Any
+) -> dict[str, Any]:
+    """Parse complete model output into an OpenAI assistant message.
+
+    The same as feeding ``text`` to a :class:`StreamParser` at once and merging
+    the deltas (:func:`merge_deltas`).
+    """
+    token_ids = options.pop("token_ids", None)
+    sp = StreamParser(template, tools=tools, **options)
+    deltas = sp.feed(text, token_ids=token_ids)
+    deltas += sp.finish()
+    return merge_deltas(deltas)

@@ -1,0 +1,365 @@
+"""Shared machinery for families whose calls are JSON objects inside marked blocks.
+
+:class:`JsonCall` binds one :class:`~.json_stream.CallObject` to the emitter
+(header once the name is known, then the raw argument text). :class:`BlockParser`
+is the state machine for "start marker, JSON call object(s) or a JSON list of
+them, optional end marker", configured by class attributes; families add states
+for their own heads (Mistral ``name{...}``, InternLM2 ``<|plugin|>``, …).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar
+
+from .base import Emitter, FormatParser
+from .json_stream import CallObject, JsonScanner
+from .markers import MarkerSet, SpecialBudget
+
+_WS = " \t\r\n"
+
+
+class JsonCall:
+    """One streamed call object: emits its header and raw arguments.
+
+    ``defer`` (for formats without a start marker): emit nothing until the name
+    is known and the arguments key has been seen; if the object ends or breaks
+    before that, ``status`` becomes ``"prose"`` and ``raw`` holds its text.
+    """
+
+    __slots__ = ("defer", "index", "obj", "out", "pending", "raw", "status")
+
+    def __init__(
+        self,
+        out: Emitter,
+        *,
+        name_keys: Collection[str] = ("name",),
+        args_keys: Collection[str] = ("arguments", "parameters"),
+        defer: bool = False,
+    ) -> None:
+        self.obj = CallObject(name_keys, args_keys)
+        self.out = out
+        self.defer = defer
+        self.index: int | None = None
+        self.pending: list[str] = []
+        self.raw: list[str] = []
+        self.status: str | None = None  # None (running), "done", "failed", "prose"
+
+    def _header(self) -> None:
+        assert self.obj.name is not None
+        self.index = self.out.start_call(self.obj.name)
+        for text in self.pending:
+            self.out.args(self.index, text)
+        self.pending.clear()
+        self.raw.clear()
+
+    def _events(self, events: list[tuple[str, Any]]) -> None:
+        for kind, value in events:
+            if kind == "args":
+                if self.index is None:
+                    self.pending.append(value)
+                else:
+                    self.out.args(self.index, value)
+            elif kind == "name" or kind == "args_start":
+                if (
+                    self.index is None
+                    and self.obj.name is not None
+                    and (self.obj.args_seen or not self.defer)
+                ):
+                    self._header()
+            elif kind == "done":
+                if self.index is None:
+                    if self.defer:
+                        self.status = "prose"
+                        return
+                    if self.obj.name is None:
+                        self._nameless("no tool name in call object")
+                        self.status = "failed"
+                        return
+                    self._header()
+                assert self.index is not None
+                if not self.obj.args_seen:
+                    self.out.args(self.index, "{}")
+                self.out.check_arguments(self.index)
+                self.status = "done"
+            elif kind == "error":
+                if self.index is None:
+                    if self.defer:
+                        self.status = "prose"
+                        return
+                    self._nameless(str(value))
+                else:
+                    self.out.fail(self.index, str(value))
+                self.status = "failed"
+
+    def _nameless(self, reason: str) -> None:
+        raw = "".join(self.raw)
+        self.index = self.out.start_call(self.obj.name or "", error=reason)
+        self.out.args(self.index, raw)
+        self.raw.clear()
+
+    def feed(self, text: str, pos: int) -> int:
+        """Scan ``text[pos:]``; returns where the object ended or broke (or ``len(text)``)."""
+        stop, events = self.obj.feed(text, pos)
+        if self.index is None:
+            self.raw.append(text[pos:stop])
+        self._events(events)
+        return stop
+
+    def close(self) -> None:
+        self._events(self.obj.close())
+
+
+class BlockParser(FormatParser):
+    """Text with marked blocks of JSON call objects (see module doc).
+
+    ``starts`` maps each start marker to ``"block"`` (call objects until ``end``)
+    or to a custom state name handled by the subclass (``_s_<name>``).
+    """
+
+    starts: ClassVar[Mapping[str, str]] = {}
+    #: End marker of blocks (per start marker in ``ends``, else ``end``).
+    end: ClassVar[str | None] = None
+    ends: ClassVar[Mapping[str, str | None]] = {}
+    name_keys: ClassVar[tuple[str, ...]] = ("name",)
+    args_keys: ClassVar[tuple[str, ...]] = ("arguments", "parameters")
+    #: Stop the block after one call object (no lists or separators).
+    single: ClassVar[bool] = False
+
+    def __init__(self, out: Emitter, budget: SpecialBudget, options: Mapping[str, Any]) -> None:
+        super().__init__(out, budget, options)
+        self.state = "text"
+        self.text_markers = MarkerSet(tuple(self.starts), self.special_markers)
+        self.cur_end: str | None = self.end
+        self._end_sets: dict[str, MarkerSet] = {}
+        self.call: JsonCall | None = None
+        self.junk_index: int | None = None
+        self.in_list = False
+        self.block_calls = 0
+
+    # ------------------------------------------------------------------ helpers
+    def step(self) -> bool:
+        return bool(getattr(self, "_s_" + self.state)())
+
+    def enter(self, marker: str) -> None:
+        """A start marker was consumed: switch to its state."""
+        kind = self.starts[marker]
+        self.cur_end = self.ends.get(marker, self.end)
+        self.block_calls = 0
+        self.in_list = False
+        self.state = "gap" if kind == "block" else kind
+
+    def skip_ws(self) -> bool:
+        """Consume whitespace; False if the buffer ran out."""
+        buf, pos, n = self.buf, self.pos, len(self.buf)
+        while pos < n and buf[pos] in _WS:
+            pos += 1
+        self.pos = pos
+        return pos < n
+
+    def at_marker(self, marker: str) -> bool | None:
+        """At ``pos``: True if ``marker`` is there (consumed), None if undecided yet, else False."""
+        rest = self.buf[self.pos : self.pos + len(marker)]
+        if rest == marker:
+            if marker in self.special_markers and not self.budget.take(marker):
+                return False
+            self.pos += len(marker)
+            return True
+        if marker.startswith(rest) and not self.final:
+            return None
+        return False
+
+    def end_set(self, *markers: str) -> MarkerSet:
+        """A cached :class:`MarkerSet` of ``markers``."""
+        key = "\0".join(markers)
+        found = self._end_sets.get(key)
+        if found is None:
+            found = self._end_sets[key] = MarkerSet(markers, self.special_markers)
+        return found
+
+    def end_block(self) -> None:
+        self.state = "text"
+        self.in_list = False
+
+    def start_call(self) -> None:
+        self.call = JsonCall(self.out, name_keys=self.name_keys, args_keys=self.args_keys)
+        self.state = "call"
+
+    # ------------------------------------------------------------------ states
+    def _s_text(self) -> bool:
+        end, marker, resume = self.text_markers.split(self.buf, self.pos, self.budget)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        self.out.content(self.buf[self.pos : end])
+        self.pos = resume
+        if marker is None:
+            return False
+        self.enter(marker)
+        return True
+
+    def _s_gap(self) -> bool:
+        if not self.skip_ws():
+            return False
+        if self.cur_end:
+            hit = self.at_marker(self.cur_end)
+            if hit is None:
+                return False
+            if hit:
+                self.end_block()
+                return True
+        c = self.buf[self.pos]
+        if c == "{" and not (self.single and self.block_calls):
+            self.start_call()
+            return True
+        if c == "[" and not self.in_list and not self.block_calls and not self.single:
+            self.in_list = True
+            self.pos += 1
+            return True
+        if c == "]" and self.in_list:
+            self.pos += 1
+            self.in_list = False
+            self.state = "after_list"
+            return True
+        if c in ",;" and self.block_calls and not self.single:
+            self.pos += 1
+            return True
+        if not self.block_calls:
+            self.junk_index = self.out.start_call("", error="not a tool call")
+            self.state = "junk"
+            return True
+        self.end_block()
+        return True
+
+    def _s_after_list(self) -> bool:
+        if self.cur_end is None:
+            self.end_block()
+            return True
+        if not self.skip_ws():
+            return False
+        hit = self.at_marker(self.cur_end)
+        if hit is None:
+            return False
+        self.end_block()
+        return True
+
+    def _s_call(self) -> bool:
+        call = self.call
+        assert call is not None
+        self.pos = call.feed(self.buf, self.pos)
+        if call.status is None:
+            if self.final:
+                call.close()
+            else:
+                return False
+        self.call = None
+        self.block_calls += 1
+        if call.status == "failed":
+            self.junk_index = call.index
+            self.state = "junk"
+        elif call.status == "prose":
+            self.out.content("".join(call.raw))
+            self.end_block()
+        else:
+            self.state = "gap"
+        return True
+
+    def _s_junk(self) -> bool:
+        """Text of a broken call: appended to its raw arguments until the block end."""
+        assert self.junk_index is not None
+        if self.cur_end is None:
+            end, marker, resume = len(self.buf), None, len(self.buf)
+        else:
+            end, marker, resume = self.end_set(self.cur_end).split(self.buf, self.pos, self.budget)
+            if self.final and marker is None:
+                end = resume = len(self.buf)
+        self.out.args(self.junk_index, self.buf[self.pos : end])
+        self.pos = resume
+        if marker is None:
+            return False
+        self.junk_index = None
+        self.end_block()
+        return True
+
+
+class RawArgs:
+    """The arguments of an already-opened call, given as one raw JSON value."""
+
+    __slots__ = ("index", "out", "scanner", "status")
+
+    def __init__(self, out: Emitter, index: int) -> None:
+        self.out = out
+        self.index = index
+        self.scanner = JsonScanner()
+        self.status: str | None = None
+
+    def feed(self, text: str, pos: int) -> int:
+        if not self.scanner.started:
+            n = len(text)
+            while pos < n and text[pos] in _WS:
+                pos += 1
+        stop = self.scanner.feed(text, pos)
+        self.out.args(self.index, text[pos:stop])
+        if self.scanner.done:
+            self.out.check_arguments(self.index)
+            self.status = "done"
+        elif self.scanner.failed:
+            self.out.fail(self.index, f"invalid JSON arguments: {self.scanner.error}")
+            self.status = "failed"
+        return stop
+
+    def close(self) -> None:
+        if self.status is None:
+            self.scanner.close()
+            if self.scanner.done:
+                self.out.check_arguments(self.index)
+                self.status = "done"
+            else:
+                self.out.fail(self.index, "truncated")
+                self.status = "failed"
+
+
+class CodeBody:
+    """Streams the code of a code-interpreter call, without a surrounding ``` fence."""
+
+    __slots__ = ("_fenced", "_head", "_tail", "index", "out")
+
+    def __init__(self, out: Emitter, index: int) -> None:
+        self.out = out
+        self.index = index
+        self._head: str | None = ""  # undecided start (None once decided)
+        self._fenced = False
+        self._tail = ""  # held-back trailing whitespace/backticks
+
+    def feed(self, text: str, last: bool) -> None:
+        """Code text; ``last`` when the call's end was reached."""
+        if self._head is not None:
+            head = (self._head + text).lstrip(_WS)
+            if head.startswith("```"):
+                nl = head.find("\n")
+                if nl < 0 and not last:
+                    self._head = head
+                    return
+                self._fenced = True
+                text = head[nl + 1 :] if nl >= 0 else ""
+            elif "```".startswith(head) and head and not last:
+                self._head = head
+                return
+            elif not head and not last:
+                self._head = ""
+                return
+            else:
+                text = head
+            self._head = None
+        text = self._tail + text
+        if last:
+            body = text.rstrip(_WS)
+            if self._fenced and body.endswith("```"):
+                body = body[:-3].rstrip(_WS)
+            self.out.code(self.index, body)
+            self._tail = ""
+            return
+        cut = len(text)
+        while cut and text[cut - 1] in "` \t\r\n":
+            cut -= 1
+        self.out.code(self.index, text[:cut])
+        self._tail = text[cut:]

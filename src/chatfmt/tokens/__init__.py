@@ -1,0 +1,18 @@
+"""Token ids, loss masks and injection safety: :func:`load_tokenizer` and :func:`encode`."""
+
+from __future__ import annotations
+
+from .encode import IGNORE_INDEX, Encoding, encode, encode_batch
+from .tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer, Tokenizer, load_tokenizer
+
+__all__ = [
+    "IGNORE_INDEX",
+    "Encoding",
+    "HFTokenizer",
+    "SentencePieceTokenizer",
+    "TiktokenTokenizer",
+    "Tokenizer",
+    "encode",
+    "encode_batch",
+    "load_tokenizer",
+]

@@ -1,0 +1,413 @@
+"""``encode``: messages → token ids, labels and attention mask, derived from segments.
+
+Design: the template's segments are cut into *runs* at every special-token string inside
+CONTROL segments. A run is the maximal text between two such tokens (content and
+plain control text together), encoded in one batched call as ordinary text, so BPE
+merges across segment borders happen exactly as when the whole prompt is tokenized.
+Special tokens get their ids directly. Each token is then mapped back to segments by
+character offsets.
+
+Boundary rule: a token belongs to the segment where it starts (for ``message`` and
+``kind``); it is *trained* when any of its characters lies in a trained segment, so
+no trained character is ever left out of the loss.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ..errors import ChatFmtError, TokenizationError
+from ..segments import Kind, Segment, join
+from ..template import Template
+from .tokenizer import Tokenizer, load_tokenizer
+
+TrainOn = Literal["all_assistant", "last_assistant", "all", "none"]
+Truncation = Literal["error", "right", "left"]
+OnSpecial = Literal["text", "raise"]
+
+IGNORE_INDEX = -100
+_TRAIN_ON = ("all_assistant", "last_assistant", "all", "none")
+_SPLIT_CACHE_LIMIT = 4096
+
+
+class SequenceTooLongError(TokenizationError):
+    """A sequence longer than ``max_length`` under ``truncation="error"``."""
+
+    def __init__(self, length: int, max_length: int) -> None:
+        self.length = length
+        self.max_length = max_length
+        super().__init__(
+            f"sequence has {length} tokens, more than max_length={max_length} "
+            "(pass truncation='right' or 'left' to cut it)"
+        )
+
+
+@dataclass
+class Encoding:
+    """Token ids with labels (``-100`` where no loss is taken) and attention mask.
+
+    ``token_messages`` holds the message index of each token (``-1`` for none) and
+    ``token_kinds`` ``"control"``/``"content"``; ``truncated_from`` the length before
+    truncation (``None`` if not truncated).
+    """
+
+    ids: np.ndarray
+    label_array: np.ndarray
+    message_array: np.ndarray
+    control_array: np.ndarray
+    text: str
+    segments: list[Segment]
+    tokenizer: Tokenizer = field(repr=False)
+    truncated_from: int | None = None
+
+    @property
+    def input_ids(self) -> list[int]:
+        return list(self.ids.tolist())
+
+    @property
+    def labels(self) -> list[int]:
+        return list(self.label_array.tolist())
+
+    @property
+    def attention_mask(self) -> list[int]:
+        return [1] * len(self.ids)
+
+    @property
+    def token_messages(self) -> list[int]:
+        return list(self.message_array.tolist())
+
+    @property
+    def token_kinds(self) -> list[str]:
+        return ["control" if c else "content" for c in self.control_array.tolist()]
+
+    @property
+    def num_trained(self) -> int:
+        return int(np.count_nonzero(self.label_array != IGNORE_INDEX))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def to_dict(self) -> dict[str, list[int]]:
+        """``input_ids``, ``labels``, ``attention_mask`` as lists (what trainers take)."""
+        return {"input_ids": self.input_ids, "labels": self.labels, "attention_mask": self.attention_mask}
+
+    def to_table(self) -> list[dict[str, Any]]:
+        """One row per token: position, id, decoded text, trained, message, kind."""
+        tok = self.tokenizer
+        return [
+            {
+                "pos": i,
+                "id": int(t),
+                "text": tok.token_text(int(t)),
+                "trained": bool(lab != IGNORE_INDEX),
+                "message": None if msg < 0 else int(msg),
+                "kind": "control" if ctl else "content",
+            }
+            for i, (t, lab, msg, ctl) in enumerate(
+                zip(self.ids.tolist(), self.label_array.tolist(), self.message_array.tolist(), self.control_array.tolist())
+            )
+        ]
+
+    def explain(self, max_rows: int | None = None) -> str:
+        """A text table of the tokens beside the mask (``T`` = trained, ``.`` = not)."""
+        rows = self.to_table()
+        shown = rows if max_rows is None else rows[:max_rows]
+        lines = [f"{'pos':>5} {'id':>7}  loss  {'msg':>3}  {'kind':<7}  token"]
+        for r in shown:
+            msg = "" if r["message"] is None else str(r["message"])
+            lines.append(
+                f"{r['pos']:>5} {r['id']:>7}  {'T' if r['trained'] else '.':^4}  {msg:>3}  {r['kind']:<7}  {r['text']!r}"
+            )
+        if len(shown) < len(rows):
+            lines.append(f"... {len(rows) - len(shown)} more tokens")
+        lines.append(f"{len(rows)} tokens, {self.num_trained} trained")
+        return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- public API
+def encode(
+    messages: Any,
+    template: str | Template,
+    tokenizer: Any,
+    *,
+    tools: Sequence[Any] | None = None,
+    add_generation_prompt: bool = False,
+    train_on: TrainOn = "all_assistant",
+    max_length: int | None = None,
+    truncation: Truncation = "error",
+    on_special: OnSpecial = "text",
+    add_bos: bool | None = None,
+    **options: Any,
+) -> Encoding:
+    """Render ``messages`` with ``template`` and tokenize to ids, labels and mask.
+
+    ``train_on``: ``all_assistant`` (every assistant output and its end-of-turn token),
+    ``last_assistant`` (only the last assistant message), ``all`` (every token), or
+    ``none`` (inference; nothing trained). Under the first two a sequence with nothing
+    trained raises :class:`TokenizationError`.
+    ``max_length`` with ``truncation``: ``error`` (default), ``right`` (keep the start)
+    or ``left`` (keep the end); never silent.
+    ``on_special``: ``text`` encodes special-token strings in content as plain text;
+    ``raise`` raises :class:`TokenizationError` naming the message.
+    ``add_bos``: ``None`` adds the tokenizer's BOS when the model adds it and the
+    template did not render it.
+    ``options`` are template variables (e.g. ``enable_thinking``) or ``continue_final_message``/``now``.
+    """
+    (result,) = encode_batch(
+        [{"messages": messages, "tools": tools}],
+        template,
+        tokenizer,
+        add_generation_prompt=add_generation_prompt,
+        train_on=train_on,
+        max_length=max_length,
+        truncation=truncation,
+        on_special=on_special,
+        add_bos=add_bos,
+        **options,
+    )
+    assert isinstance(result, Encoding)
+    return result
+
+
+def encode_batch(
+    conversations: Iterable[Any],
+    template: str | Template,
+    tokenizer: Any,
+    *,
+    add_generation_prompt: bool = False,
+    train_on: TrainOn = "all_assistant",
+    max_length: int | None = None,
+    truncation: Truncation = "error",
+    on_special: OnSpecial = "text",
+    add_bos: bool | None = None,
+    errors: Literal["raise", "return"] = "raise",
+    **options: Any,
+) -> list[Encoding | ChatFmtError]:
+    """Encode many conversations with one batched tokenizer call.
+
+    Each item is a list of messages or ``{"messages": [...], "tools": [...]}``. With
+    ``errors="return"`` a failing item yields its :class:`ChatFmtError` in place.
+    """
+    from ..api import get_template
+
+    if train_on not in _TRAIN_ON:
+        raise TokenizationError(f"train_on must be one of {', '.join(_TRAIN_ON)}, got {train_on!r}")
+    if truncation not in ("error", "right", "left"):
+        raise TokenizationError(f"truncation must be error, right or left, got {truncation!r}")
+    if on_special not in ("text", "raise"):
+        raise TokenizationError(f"on_special must be text or raise, got {on_special!r}")
+    tpl = get_template(template)
+    tok = load_tokenizer(tokenizer)
+    results: list[Encoding | ChatFmtError | None] = []
+    plans: list[_Plan | None] = []
+    texts: list[str] = []
+    firsts: list[bool] = []
+    for item in conversations:
+        try:
+            messages, tools = _unpack(item)
+            segs = tpl.segments(messages, tools=tools, add_generation_prompt=add_generation_prompt, **options)
+            plan = _plan(segs, tpl, tok, add_bos=add_bos, on_special=on_special, texts=texts, firsts=firsts)
+        except ChatFmtError as exc:
+            if errors == "raise":
+                raise
+            results.append(exc)
+            plans.append(None)
+            continue
+        results.append(None)
+        plans.append(plan)
+    encoded = tok.encode_runs(texts, firsts) if texts else []
+    out: list[Encoding | ChatFmtError] = []
+    for res, plan in zip(results, plans):
+        if plan is None:
+            assert res is not None
+            out.append(res)
+            continue
+        try:
+            out.append(_assemble(plan, encoded, tok, train_on, max_length, truncation))
+        except ChatFmtError as exc:
+            if errors == "raise":
+                raise
+            out.append(exc)
+    return out
+
+
+# ---------------------------------------------------------------------- internals
+@dataclass
+class _Plan:
+    segments: list[Segment]
+    text: str
+    #: (run index, char start) for runs, (-1 - special id, char start) for special tokens.
+    steps: list[tuple[int, int]]
+
+
+def _unpack(item: Any) -> tuple[Any, Any]:
+    if isinstance(item, Mapping):
+        if "messages" not in item:
+            raise TokenizationError("a conversation item needs a 'messages' list")
+        return item["messages"], item.get("tools")
+    return item, None
+
+
+def _split_control(tok: Tokenizer, text: str) -> list[tuple[int, int, int]]:
+    """(special id or -1, start, end) pieces of a control text, cached per tokenizer."""
+    cache: dict[str, list[tuple[int, int, int]]] = tok.__dict__.setdefault("_chatfmt_split_cache", {})
+    found = cache.get(text)
+    if found is not None:
+        return found
+    pieces: list[tuple[int, int, int]] = []
+    pattern = tok.special_pattern
+    pos = 0
+    if pattern is not None:
+        for m in pattern.finditer(text):
+            if m.start() > pos:
+                pieces.append((-1, pos, m.start()))
+            pieces.append((tok.special_id_of(m.group()), m.start(), m.end()))
+            pos = m.end()
+    if pos < len(text):
+        pieces.append((-1, pos, len(text)))
+    if len(cache) < _SPLIT_CACHE_LIMIT:
+        cache[text] = pieces
+    return pieces
+
+
+def _special_checker(tok: Tokenizer, tpl: Template) -> re.Pattern[str] | None:
+    key = f"_chatfmt_special_check_{id(tpl)}"
+    cached = tok.__dict__.get(key)
+    if cached is not None:
+        return cached if isinstance(cached, re.Pattern) else None
+    strings = {s for s in (*tok.special_tokens, *tpl.control_tokens) if s}
+    pattern = re.compile("|".join(re.escape(s) for s in sorted(strings, key=len, reverse=True))) if strings else None
+    tok.__dict__[key] = pattern if pattern is not None else False
+    return pattern
+
+
+def _plan(
+    segs: list[Segment],
+    tpl: Template,
+    tok: Tokenizer,
+    *,
+    add_bos: bool | None,
+    on_special: str,
+    texts: list[str],
+    firsts: list[bool],
+) -> _Plan:
+    text = join(segs)
+    bos = tok.bos_token
+    want_bos = add_bos if add_bos is not None else tok.add_bos
+    if want_bos and bos and not text.startswith(bos):
+        segs = [Segment(bos, Kind.CONTROL, None, False), *segs]
+        text = bos + text
+    if on_special == "raise":
+        checker = _special_checker(tok, tpl)
+        if checker is not None:
+            for s in segs:
+                if s.kind is Kind.CONTENT:
+                    m = checker.search(s.text)
+                    if m:
+                        where = f"messages[{s.message}]" if s.message is not None else "tools"
+                        raise TokenizationError(
+                            f"{where}: content contains the special-token string {m.group()!r} "
+                            "(on_special='raise'; use on_special='text' to encode it as plain text)"
+                        )
+    steps: list[tuple[int, int]] = []
+    run: list[str] = []
+    run_start = 0
+    pos = 0
+
+    def flush() -> None:
+        if run:
+            steps.append((len(texts), run_start))
+            texts.append("".join(run))
+            firsts.append(run_start == 0)
+            run.clear()
+
+    for s in segs:
+        if s.kind is Kind.CONTROL:
+            for special, a, b in _split_control(tok, s.text):
+                if special >= 0:
+                    flush()
+                    steps.append((-1 - special, pos + a))
+                else:
+                    if not run:
+                        run_start = pos + a
+                    run.append(s.text[a:b] if (a, b) != (0, len(s.text)) else s.text)
+        elif s.text:
+            if not run:
+                run_start = pos
+            run.append(s.text)
+        pos += len(s.text)
+    flush()
+    return _Plan(segs, text, steps)
+
+
+def _assemble(
+    plan: _Plan,
+    encoded: list[tuple[np.ndarray, np.ndarray]],
+    tok: Tokenizer,
+    train_on: str,
+    max_length: int | None,
+    truncation: str,
+) -> Encoding:
+    id_parts: list[np.ndarray] = []
+    start_parts: list[np.ndarray] = []
+    for ref, start in plan.steps:
+        if ref >= 0:
+            ids, starts = encoded[ref]
+            id_parts.append(ids)
+            start_parts.append(starts + start)
+        else:
+            id_parts.append(np.array([-1 - ref], dtype=np.int64))
+            start_parts.append(np.array([start], dtype=np.int64))
+    ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
+    starts = np.concatenate(start_parts) if start_parts else np.zeros(0, dtype=np.int64)
+    segs = plan.segments
+    seg_start = np.zeros(len(segs), dtype=np.int64)
+    if len(segs) > 1:
+        np.cumsum([len(s.text) for s in segs[:-1]], out=seg_start[1:])
+    trained = _trained_segments(segs, train_on)
+    if len(ids):
+        ends = np.append(starts[1:], len(plan.text))
+        first = np.searchsorted(seg_start, starts, side="right") - 1
+        last = np.maximum(np.searchsorted(seg_start, np.maximum(ends - 1, starts), side="right") - 1, first)
+        cum = np.concatenate([[0], np.cumsum(trained)])
+        tok_trained = (cum[last + 1] - cum[first]) > 0
+        seg_msg = np.array([-1 if s.message is None else s.message for s in segs], dtype=np.int64)
+        seg_ctl = np.array([s.kind is Kind.CONTROL for s in segs], dtype=bool)
+        messages = seg_msg[first]
+        control = seg_ctl[first]
+    else:
+        tok_trained = np.zeros(0, dtype=bool)
+        messages = np.zeros(0, dtype=np.int64)
+        control = np.zeros(0, dtype=bool)
+    labels = np.where(tok_trained, ids, IGNORE_INDEX)
+    truncated_from = None
+    if max_length is not None and len(ids) > max_length:
+        if truncation == "error":
+            raise SequenceTooLongError(len(ids), max_length)
+        truncated_from = len(ids)
+        cut = slice(0, max_length) if truncation == "right" else slice(len(ids) - max_length, len(ids))
+        ids, labels, messages, control = ids[cut], labels[cut], messages[cut], control[cut]
+    if train_on in ("all_assistant", "last_assistant") and not np.any(labels != IGNORE_INDEX):
+        why = " after truncation" if truncated_from is not None else ""
+        raise TokenizationError(
+            f"nothing to train on{why}: no assistant output in the sequence (train_on={train_on!r}; "
+            "use train_on='none' for inference prompts)"
+        )
+    return Encoding(ids, labels, messages, control, plan.text, segs, tok, truncated_from)
+
+
+def _trained_segments(segs: list[Segment], train_on: str) -> np.ndarray:
+    if train_on == "all":
+        return np.ones(len(segs), dtype=np.int64)
+    if train_on == "none":
+        return np.zeros(len(segs), dtype=np.int64)
+    flags = [s.trained for s in segs]
+    if train_on == "last_assistant":
+        last = max((s.message for s in segs if s.trained and s.message is not None), default=None)
+        flags = [s.trained and s.message == last for s in segs]
+    return np.asarray(flags, dtype=np.int64)

@@ -1,0 +1,276 @@
+"""Command-R and Granite 3/4: byte-identity with the official Jinja templates, tools, options, segments."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import chatfmt
+from chatfmt.errors import ChatFmtError, RoleOrderError, ValidationError
+from chatfmt.formats.cohere import jinja_indent
+from chatfmt.segments import Kind, join
+
+from _support import ROOT, TOOLS, conversations, official_render, official_source
+
+DATA = ROOT / "src" / "chatfmt" / "data" / "templates"
+TODAY = dt.date(2025, 4, 5)
+
+#: The shared tools, with the parameter descriptions Command-R's template requires.
+DESCRIBED_TOOLS = copy.deepcopy(TOOLS)
+DESCRIBED_TOOLS[0]["function"]["parameters"]["properties"]["unit"]["description"] = "Unit"
+DESCRIBED_TOOLS[1]["function"]["parameters"]["properties"]["query"]["description"] = "Query 🔍"
+
+DOCS = [
+    {"doc_id": 1, "text": "Paris is in France."},
+    {"doc_id": "b", "text": " 你好 <|end_of_text|>"},
+]
+
+
+@pytest.fixture(autouse=True)
+def fixed_today(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pin transformers' ``strftime_now`` to TODAY (chatfmt gets ``now=TODAY``)."""
+    from transformers.utils import chat_template_utils
+
+    class _Fixed(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> _Fixed:
+            return cls(TODAY.year, TODAY.month, TODAY.day, 12)
+
+    monkeypatch.setattr(chat_template_utils, "datetime", _Fixed)
+
+
+def check(
+    name: str,
+    source: str,
+    conv: dict[str, Any],
+    agp: bool,
+    *,
+    tokens: dict[str, str] | None = None,
+    exempt: Any = None,
+    **options: Any,
+) -> None:
+    """Byte-identical to the official template, or a chatfmt error where it raises."""
+    tpl = chatfmt.get_template(name)
+    msgs, tools = conv["messages"], conv["tools"]
+    kwargs = dict(tools=tools, add_generation_prompt=agp, now=TODAY, **options)
+    try:
+        expected = official_render(
+            source, msgs, tools=tools, add_generation_prompt=agp, **(tokens or {}), **options
+        )
+    except Exception:
+        if exempt is not None and exempt(msgs):
+            tpl.render(msgs, **kwargs)  # chatfmt renders a documented extension
+            return
+        with pytest.raises(ChatFmtError):
+            tpl.render(msgs, **kwargs)
+        return
+    assert tpl.render(msgs, **kwargs) == expected
+    segs = tpl.segments(msgs, **kwargs)
+    assert join(segs) == expected
+    for s in segs:
+        if s.trained:
+            assert s.message is not None and msgs[s.message]["role"] == "assistant"
+        owner = msgs[s.message] if s.message is not None else {}
+        if s.kind is Kind.CONTENT and owner.get("content") and not owner.get("tool_calls"):
+            assert s.text in owner["content"]
+
+
+def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
+    tpl = chatfmt.get_template(name)
+    msgs = conv["messages"]
+    last = max(
+        (i for i, m in enumerate(msgs) if m["role"] == "assistant" and not m.get("tool_calls")),
+        default=None,
+    )
+    if last is None or last == len(msgs) - 1:
+        return
+    kwargs = dict(tools=conv["tools"], now=TODAY, **options)
+    segs = tpl.segments(msgs, **kwargs)
+    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
+    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
+    assert join(segs[: end + 1]) + tail == join(segs)
+
+
+# ------------------------------------------------------------------ Command-R
+CR_TOOL_USE = official_source("CohereForAI-c4ai-command-r-plus-tool_use.jinja")
+CR_DEFAULT = (DATA / "ollama-command-r-35b.jinja").read_text(encoding="utf-8")
+CR_TOKENS = {"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"}
+
+
+@given(conv=conversations(end_with="any", max_turns=4), agp=st.booleans())
+def test_command_r_default_matches_official(conv: dict[str, Any], agp: bool) -> None:
+    check("command-r", CR_DEFAULT, conv, agp, tokens=CR_TOKENS)
+    check_follow_up("command-r", conv)
+
+
+@given(conv=conversations(tools=True, end_with="any", max_turns=3), agp=st.booleans())
+def test_command_r_tool_use_matches_official(conv: dict[str, Any], agp: bool) -> None:
+    conv = {**conv, "tools": DESCRIBED_TOOLS}
+    check("command-r", CR_TOOL_USE, conv, agp, tokens=CR_TOKENS)
+    check_follow_up("command-r", conv)
+
+
+@given(roles=st.lists(st.sampled_from(["system", "user", "assistant"]), min_size=1, max_size=5))
+def test_command_r_role_order_matches_official(roles: list[str]) -> None:
+    conv = {
+        "messages": [{"role": r, "content": f" {r}{i} "} for i, r in enumerate(roles)],
+        "tools": None,
+    }
+    check("command-r", CR_DEFAULT, conv, True, tokens=CR_TOKENS)
+
+
+def test_command_r_tool_signatures_and_quirks() -> None:
+    odd = {
+        "type": "function",
+        "function": {
+            "name": "odd",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "array", "items": {"type": "string"}, "description": "A"},
+                    "b": {"type": ["string", "integer"], "description": "B"},
+                    "c": {"description": "C"},
+                    "d": {
+                        "type": "object",
+                        "additionalProperties": {"type": "number"},
+                        "description": "D",
+                    },
+                },
+                "required": ["a", "c"],
+            },
+        },
+    }
+    msgs = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "1",
+                    "type": "function",
+                    "function": {"name": "odd", "arguments": json.dumps({"a": ["x\u2028y"]})},
+                },
+                {"id": "2", "type": "function", "function": {"name": "odd", "arguments": "{}"}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "1", "content": " ok "},
+    ]
+    conv = {"messages": msgs, "tools": [odd]}
+    check("command-r", CR_TOOL_USE, conv, True, tokens=CR_TOKENS)
+    out = chatfmt.get_template("command-r").render(msgs, tools=[odd])
+    assert "def odd(a: List[Union[]], b: Optional[Union[str,int]] = None, c: Union[]," in out
+    assert "<results>\nok</results>" in out
+
+
+def test_command_r_rejects_what_official_cannot_render() -> None:
+    tpl = chatfmt.get_template("command-r")
+    with pytest.raises(ValidationError) as err:
+        tpl.render([{"role": "user", "content": "x"}], tools=TOOLS)  # 'unit' has no description
+    assert err.value.field == "tools[0].function.parameters.properties.unit.description"
+    with pytest.raises(RoleOrderError) as order:
+        tpl.render([{"role": "user", "content": "x"}, {"role": "user", "content": "y"}])
+    assert order.value.index == 1
+
+
+def test_jinja_indent_matches_jinja() -> None:
+    import jinja2
+
+    env = jinja2.Environment()
+    for text in ["a\nb", "a\n\nb\n", "x\u2028y\x85z", "", "one"]:
+        for first in (False, True):
+            expected = env.from_string("{{ t|indent(8, first=f) }}").render(t=text, f=first)
+            assert jinja_indent(text, 8, first) == expected
+
+
+# ------------------------------------------------------------------ Granite
+G3 = official_source("ibm-granite-granite-3.3-2B-Instruct.jinja")
+G4 = official_source("ibm-granite-granite-4.0.jinja")
+G41 = official_source("ibm-granite-granite-4.1.jinja")
+
+
+def _call_without_content(msgs: list[dict[str, Any]]) -> bool:
+    return any(m.get("tool_calls") and m.get("content") is None for m in msgs)
+
+
+G3_OPTIONS = st.sampled_from(
+    [
+        {},
+        {"documents": DOCS},
+        {"thinking": True},
+        {"documents": DOCS, "controls": {"citations": True, "length": "short"}},
+        {"documents": DOCS, "controls": ["hallucinations"]},
+    ]
+)
+
+
+@given(
+    conv=conversations(tools=True, end_with="any", max_turns=3),
+    agp=st.booleans(),
+    opts=G3_OPTIONS,
+    with_tools=st.booleans(),
+)
+def test_granite3_matches_official(
+    conv: dict[str, Any], agp: bool, opts: dict[str, Any], with_tools: bool
+) -> None:
+    conv = {**conv, "tools": conv["tools"] if with_tools else None}
+    check("granite3", G3, conv, agp, exempt=_call_without_content, **opts)
+    check_follow_up("granite3", conv, **opts)
+
+
+@pytest.mark.parametrize(("name", "source"), [("granite4", G4), ("granite4.1", G41)])
+@given(
+    conv=conversations(tools=True, end_with="any", max_turns=3),
+    agp=st.booleans(),
+    docs=st.sampled_from([None, DOCS]),
+    with_tools=st.booleans(),
+)
+def test_granite4_matches_official(
+    name: str, source: str, conv: dict[str, Any], agp: bool, docs: Any, with_tools: bool
+) -> None:
+    conv = {**conv, "tools": conv["tools"] if with_tools else None}
+    check(name, source, conv, agp, documents=docs)
+    check_follow_up(name, conv, documents=docs)
+
+
+def test_granite_examples() -> None:
+    msgs = [{"role": "user", "content": "Weather?"}]
+    g3 = chatfmt.get_template("ibm-granite/granite-3.3-2b-instruct")
+    assert g3.name == "granite3"
+    assert "Today's Date: April 05, 2025." in g3.render(msgs, now=TODAY)
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}
+        ],
+    }
+    out = g3.render([*msgs, call, {"role": "tool", "content": "sunny"}], tools=TOOLS, now=TODAY)
+    assert (
+        '<|start_of_role|>assistant<|end_of_role|><|tool_call|>[{"name": "search", "arguments": {"query": "x"}}]'
+        in out
+    )
+    g4 = chatfmt.get_template("ibm-granite/granite-4.0-h-small")
+    out4 = g4.render([*msgs, call, {"role": "tool", "content": "sunny"}], tools=TOOLS)
+    assert (
+        '<tool_call>\n{"name": "search", "arguments": {"query": "x"}}\n</tool_call><|end_of_text|>'
+        in out4
+    )
+    assert (
+        "<|start_of_role|>user<|end_of_role|>\n<tool_response>\nsunny\n</tool_response><|end_of_text|>"
+        in out4
+    )
+    assert chatfmt.get_template("granite4.1").render(msgs, add_generation_prompt=False) == (
+        "<|start_of_role|>user<|end_of_role|>Weather?<|end_of_text|>\n"
+    )
+    for name in ("granite3", "granite4", "command-r"):
+        tpl = chatfmt.get_template(name)
+        assert tpl.supports_tools and tpl.tool_parser in ("granite", "command_r")
+        for f in tpl.official_templates:
+            assert (DATA / f).is_file()
