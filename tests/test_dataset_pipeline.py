@@ -39,9 +39,23 @@ def _rows(n: int = 40) -> list[Any]:
     rows: list[Any] = []
     for i in range(n):
         if i % 2:
-            rows.append({"conversations": [{"from": "human", "value": f"q{i}"}, {"from": "gpt", "value": "a " * i}]})
+            rows.append(
+                {
+                    "conversations": [
+                        {"from": "human", "value": f"q{i}"},
+                        {"from": "gpt", "value": "a " * i},
+                    ]
+                }
+            )
         else:
-            rows.append({"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": "b " * i}]})
+            rows.append(
+                {
+                    "messages": [
+                        {"role": "user", "content": f"q{i}"},
+                        {"role": "assistant", "content": "b " * i},
+                    ]
+                }
+            )
     rows[3] = "{not json"
     rows[4] = {"messages": [{"role": "user", "content": "no answer"}]}
     rows[5] = {"text": "neither format"}
@@ -49,7 +63,9 @@ def _rows(n: int = 40) -> list[Any]:
 
 
 def _write_jsonl(path: Path, rows: list[Any]) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -71,7 +87,9 @@ def test_sharegpt_conversion() -> None:
     )
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant"]
     assert msgs[2]["tool_calls"][0]["function"]["name"] == "f"
-    conv = record_to_conversation({"conversations": [{"from": "human", "value": "x"}], "system": "S", "tools": "[]"})
+    conv = record_to_conversation(
+        {"conversations": [{"from": "human", "value": "x"}], "system": "S", "tools": "[]"}
+    )
     assert conv["messages"][0] == {"role": "system", "content": "S"} and conv["tools"] is None
     with pytest.raises(ValidationError, match="speaker"):
         sharegpt_to_messages([{"from": "alien", "value": "x"}])
@@ -87,30 +105,65 @@ def test_jsonl_every_row_accounted_for(tmp_path: Path, qwen: Path) -> None:
     assert sorted([e["row"] for e in errors] + [r["row"] for r in rows]) == list(range(40))
     assert {e["row"]: e["kind"] for e in errors} == {3: "invalid_json", 4: "error", 5: "error"}
     tok = load_tokenizer(qwen)
-    first = encode([{"role": "user", "content": "q0"}, {"role": "assistant", "content": ""}], "chatml", tok)
+    first = encode(
+        [{"role": "user", "content": "q0"}, {"role": "assistant", "content": ""}], "chatml", tok
+    )
     assert rows[0]["input_ids"] == first.input_ids and rows[0]["labels"] == first.labels
-    assert all(len(r["input_ids"]) == len(r["labels"]) == len(r["attention_mask"]) == r["num_tokens"] for r in rows)
+    assert all(
+        len(r["input_ids"]) == len(r["labels"]) == len(r["attention_mask"]) == r["num_tokens"]
+        for r in rows
+    )
 
 
 def test_workers_give_the_same_output(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
-    tokenize_dataset(src, tmp_path / "one.parquet", template="chatml", tokenizer=qwen, progress=False)
-    tokenize_dataset(src, tmp_path / "two.parquet", template="chatml", tokenizer=qwen, workers=2,
-                     chunk_size=8, progress=False)
+    tokenize_dataset(
+        src, tmp_path / "one.parquet", template="chatml", tokenizer=qwen, progress=False
+    )
+    tokenize_dataset(
+        src,
+        tmp_path / "two.parquet",
+        template="chatml",
+        tokenizer=qwen,
+        workers=2,
+        chunk_size=8,
+        progress=False,
+    )
     assert _read(tmp_path / "one.parquet") == _read(tmp_path / "two.parquet")
 
 
 def test_max_length_truncate_and_drop(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows())
-    s = tokenize_dataset(src, tmp_path / "t.parquet", template="chatml", tokenizer=qwen, max_length=20,
-                         overflow="truncate", progress=False)
+    s = tokenize_dataset(
+        src,
+        tmp_path / "t.parquet",
+        template="chatml",
+        tokenizer=qwen,
+        max_length=20,
+        overflow="truncate",
+        progress=False,
+    )
     assert s.truncated > 0 and all(r["num_tokens"] <= 20 for r in _read(tmp_path / "t.parquet"))
-    s = tokenize_dataset(src, tmp_path / "d.parquet", template="chatml", tokenizer=qwen, max_length=20,
-                         overflow="drop", progress=False)
+    s = tokenize_dataset(
+        src,
+        tmp_path / "d.parquet",
+        template="chatml",
+        tokenizer=qwen,
+        max_length=20,
+        overflow="drop",
+        progress=False,
+    )
     dropped = [json.loads(x) for x in (tmp_path / "d.errors.jsonl").read_text().splitlines()]
     assert s.dropped_too_long == sum(e["kind"] == "dropped_too_long" for e in dropped) > 0
     assert s.samples_out + s.dropped_too_long + s.errors == s.samples_in
-    s = tokenize_dataset(src, tmp_path / "e.parquet", template="chatml", tokenizer=qwen, max_length=20, progress=False)
+    s = tokenize_dataset(
+        src,
+        tmp_path / "e.parquet",
+        template="chatml",
+        tokenizer=qwen,
+        max_length=20,
+        progress=False,
+    )
     assert s.dropped_too_long == 0 and s.errors > 3  # too long rows are rejected with a reason
 
 
@@ -119,13 +172,25 @@ def test_parquet_and_hf_datasets_input(tmp_path: Path, qwen: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    good = [r for r in _rows(10) if isinstance(r, dict) and "messages" in r and len(r["messages"]) == 2]
+    good = [
+        r for r in _rows(10) if isinstance(r, dict) and "messages" in r and len(r["messages"]) == 2
+    ]
     pq.write_table(pa.Table.from_pylist(good), tmp_path / "in.parquet")
-    s = tokenize_dataset(tmp_path / "in.parquet", tmp_path / "p.parquet", template="chatml", tokenizer=qwen, progress=False)
+    s = tokenize_dataset(
+        tmp_path / "in.parquet",
+        tmp_path / "p.parquet",
+        template="chatml",
+        tokenizer=qwen,
+        progress=False,
+    )
     assert s.samples_out == len(good)
     datasets.Dataset.from_list(good).save_to_disk(str(tmp_path / "hf"))
-    s2 = tokenize_dataset(tmp_path / "hf", tmp_path / "h.parquet", template="chatml", tokenizer=qwen, progress=False)
-    assert _read(tmp_path / "p.parquet") == _read(tmp_path / "h.parquet") and s2.samples_out == len(good)
+    s2 = tokenize_dataset(
+        tmp_path / "hf", tmp_path / "h.parquet", template="chatml", tokenizer=qwen, progress=False
+    )
+    assert _read(tmp_path / "p.parquet") == _read(tmp_path / "h.parquet") and s2.samples_out == len(
+        good
+    )
 
 
 def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
@@ -133,23 +198,68 @@ def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
 
     src = _write_jsonl(tmp_path / "in.jsonl", _rows())
     runner = CliRunner()
-    res = runner.invoke(app, ["tokenize", str(src), "--template", "chatml", "--tokenizer", str(qwen),
-                              "-o", str(tmp_path / "o.parquet"), "--max-length", "30", "--drop", "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "tokenize",
+            str(src),
+            "--template",
+            "chatml",
+            "--tokenizer",
+            str(qwen),
+            "-o",
+            str(tmp_path / "o.parquet"),
+            "--max-length",
+            "30",
+            "--drop",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert summary["samples_in"] == 40 and summary["errors"] == 3
-    res = runner.invoke(app, ["tokenize", str(src), "-t", "chatml", "--tokenizer", str(qwen), "-o",
-                              str(tmp_path / "x.parquet"), "--truncate"])
+    res = runner.invoke(
+        app,
+        [
+            "tokenize",
+            str(src),
+            "-t",
+            "chatml",
+            "--tokenizer",
+            str(qwen),
+            "-o",
+            str(tmp_path / "x.parquet"),
+            "--truncate",
+        ],
+    )
     assert res.exit_code == 2 and "--max-length" in res.output
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo\nman"}]
     prompts = tmp_path / "prompts.jsonl"
-    _write_jsonl(prompts, [{"text": chatfmt.render(msgs, "chatml", add_generation_prompt=False), "id": 1},
-                           {"text": "garbage", "id": 2}])
-    res = runner.invoke(app, ["convert", str(prompts), "--from", "chatml", "--to", "human-assistant",
-                              "-o", str(tmp_path / "conv.jsonl")])
+    _write_jsonl(
+        prompts,
+        [
+            {"text": chatfmt.render(msgs, "chatml", add_generation_prompt=False), "id": 1},
+            {"text": "garbage", "id": 2},
+        ],
+    )
+    res = runner.invoke(
+        app,
+        [
+            "convert",
+            str(prompts),
+            "--from",
+            "chatml",
+            "--to",
+            "human-assistant",
+            "-o",
+            str(tmp_path / "conv.jsonl"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = [json.loads(x) for x in (tmp_path / "conv.jsonl").read_text().splitlines()]
-    assert out == [{"text": chatfmt.render(msgs, "human-assistant", add_generation_prompt=False), "id": 1}]
+    assert out == [
+        {"text": chatfmt.render(msgs, "human-assistant", add_generation_prompt=False), "id": 1}
+    ]
     assert json.loads((tmp_path / "conv.errors.jsonl").read_text())["row"] == 1
 
 
@@ -189,10 +299,14 @@ def test_ray_engine(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", rows)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        s = tokenize_dataset_ray(src, tmp_path / "out", template="chatml", tokenizer=qwen, batch_size=4)
+        s = tokenize_dataset_ray(
+            src, tmp_path / "out", template="chatml", tokenizer=qwen, batch_size=4
+        )
     finally:
         ray.shutdown()
-    local = tokenize_dataset(src, tmp_path / "l.parquet", template="chatml", tokenizer=qwen, progress=False)
+    local = tokenize_dataset(
+        src, tmp_path / "l.parquet", template="chatml", tokenizer=qwen, progress=False
+    )
     import pyarrow.parquet as pq
 
     got = pq.read_table(tmp_path / "out").to_pylist()

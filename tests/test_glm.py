@@ -43,6 +43,12 @@ LMDEPLOY_DEVIATIONS = {
 }
 
 
+def _absent_nulls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For the oracle: chatfmt renders a null content like an absent key (the official
+    templates print the string 'None' for null, nothing for a missing key)."""
+    return [{k: v for k, v in m.items() if not (k == "content" and v is None)} for m in messages]
+
+
 def _lmdeploy(shared_dir: Path) -> dict[str, Any]:
     return json.loads(
         (shared_dir / "reference" / "lmdeploy_template_cases.json").read_text(encoding="utf-8")
@@ -312,7 +318,11 @@ def test_glm45_matches_official(
     tools = conv["tools"] if with_tools else None
     ours = chatfmt.render(conv["messages"], "glm4.5", tools=tools, add_generation_prompt=gp, **kw)
     official = official_render(
-        official_source(GLM46), conv["messages"], tools=tools, add_generation_prompt=gp, **kw
+        official_source(GLM46),
+        _absent_nulls(conv["messages"]),
+        tools=tools,
+        add_generation_prompt=gp,
+        **kw,
     )
     assert ours == official
 
@@ -456,4 +466,31 @@ def test_lmdeploy_chatglm3_and_glm4(shared_dir: Path) -> None:
     ]  # LMDEPLOY_DEVIATIONS["chatglm3_stop_words"]
     assert set(matrix["glm4"]["attributes"]["stop_words"]) == set(
         chatfmt.get_template("glm4").generation_config.stop_words
+    )
+
+
+def test_null_content_renders_like_absent_content() -> None:
+    msgs = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": {"query": "x"}},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": None},
+    ]
+    for name, src in (("glm4.5", GLM46), ("chatglm3", None), ("glm4", None)):
+        out = chatfmt.render(msgs, name, tools=TOOLS)
+        assert "None" not in out
+        if src:
+            assert out == official_render(official_source(src), _absent_nulls(msgs), tools=TOOLS)
+    plain = [{"role": "user", "content": None}]
+    assert chatfmt.render(plain, "chatglm3") == official_render(
+        official_source(CHATGLM3), _absent_nulls(plain)
     )

@@ -44,7 +44,13 @@ def _controls(tokenizer: str) -> list[str]:
 
 
 def _payload(draw: st.DrawFn, controls: list[str]) -> str:
-    parts = draw(st.lists(st.one_of(st.sampled_from(controls), st.sampled_from(["x", " ", "\n", "你好", ""])), min_size=1, max_size=4))
+    parts = draw(
+        st.lists(
+            st.one_of(st.sampled_from(controls), st.sampled_from(["x", " ", "\n", "你好", ""])),
+            min_size=1,
+            max_size=4,
+        )
+    )
     return "".join(parts)
 
 
@@ -56,7 +62,10 @@ def hostile(draw: st.DrawFn, controls: list[str]) -> dict[str, Any]:
         "function": {
             "name": "search",
             "description": p(),
-            "parameters": {"type": "object", "properties": {"q": {"type": "string", "description": p()}}},
+            "parameters": {
+                "type": "object",
+                "properties": {"q": {"type": "string", "description": p()}},
+            },
         },
     }
     msgs: list[dict[str, Any]] = [
@@ -66,7 +75,13 @@ def hostile(draw: st.DrawFn, controls: list[str]) -> dict[str, Any]:
             "role": "assistant",
             "content": p(),
             "reasoning_content": p(),
-            "tool_calls": [{"id": "call0", "type": "function", "function": {"name": "search", "arguments": {"q": p()}}}],
+            "tool_calls": [
+                {
+                    "id": "call0",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": {"q": p()}},
+                }
+            ],
         },
         {"role": "tool", "tool_call_id": "call0", "content": p()},
         {"role": "assistant", "content": p(), "reasoning_content": p()},
@@ -84,7 +99,12 @@ def _variants(conv: dict[str, Any]) -> list[dict[str, Any]]:
         for m in msgs
         if m["role"] != "tool" and not m.get("tool_calls")
     ]
-    return [conv, {"messages": msgs, "tools": None}, {"messages": plain, "tools": None}, {"messages": plain[1:], "tools": None}]
+    return [
+        conv,
+        {"messages": msgs, "tools": None},
+        {"messages": plain, "tools": None},
+        {"messages": plain[1:], "tools": None},
+    ]
 
 
 def _check(tpl: chatfmt.Template, tok: Tokenizer, conv: dict[str, Any]) -> bool:
@@ -97,7 +117,9 @@ def _check(tpl: chatfmt.Template, tok: Tokenizer, conv: dict[str, Any]) -> bool:
     kinds = enc.token_kinds
     for pos, (t, kind) in enumerate(zip(ids, kinds)):
         if t in special_ids:
-            assert kind == "control", f"{tpl.name}: special id {t} ({tok.token_text(t)!r}) at {pos} in content"
+            assert kind == "control", (
+                f"{tpl.name}: special id {t} ({tok.token_text(t)!r}) at {pos} in content"
+            )
     # and exactly as many special ids as special-token strings in the control text
     expected = 0
     pattern = tok.special_pattern
@@ -113,7 +135,9 @@ def _check(tpl: chatfmt.Template, tok: Tokenizer, conv: dict[str, Any]) -> bool:
 def test_no_control_id_from_content(tokenizer: str) -> None:
     tok = _tokenizer(tokenizer)
     controls = _controls(tokenizer)
-    templates = [t for t in chatfmt.list_templates() if t.generation_config.capability != "completion"]
+    templates = [
+        t for t in chatfmt.list_templates() if t.generation_config.capability != "completion"
+    ]
 
     @settings(max_examples=int(os.environ.get("CHATFMT_INJECTION_EXAMPLES", "8")))
     @given(conv=hostile(controls))
@@ -137,5 +161,7 @@ def test_every_template_is_exercised() -> None:
         ],
         "tools": None,
     }
-    checked = [t.name for t in chatfmt.list_templates() if any(_check(t, tok, v) for v in _variants(conv))]
+    checked = [
+        t.name for t in chatfmt.list_templates() if any(_check(t, tok, v) for v in _variants(conv))
+    ]
     assert len(checked) >= len(chatfmt.list_templates()) - 6, checked

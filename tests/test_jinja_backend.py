@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,11 @@ def test_tojson_like_transformers() -> None:
 
 def test_raise_exception_names_the_message() -> None:
     src = "{% for m in messages %}{% if m.role == 'system' %}{{ raise_exception('no system here') }}{% endif %}{% endfor %}"
-    msgs = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "system", "content": "c"}]
+    msgs = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "system", "content": "c"},
+    ]
     with pytest.raises(TemplateRenderError, match="no system here") as err:
         _render(src, msgs)
     assert err.value.index == 2
@@ -113,13 +118,16 @@ def test_variables_from_tokenizer_config_and_options() -> None:
     )
     assert tpl.render(USER, custom_flag=True) == "<s>|</s>|<a>,<b>|True"
     assert tpl.render(USER, eos_token="<end>", custom_flag=1) == "<s>|<end>|<a>,<b>|1"
-    with pytest.raises(TemplateError, match="messages"):
-        tpl.render(USER, messages=[])
+    with pytest.raises(TemplateError, match="documents"):
+        tpl.render(USER, documents=[])
 
 
 def test_custom_roles_and_extra_keys_reach_the_template() -> None:
     src = "{% for m in messages %}[{{ m.role }}|{{ m.metadata }}]{{ m.content }}{% endfor %}"
-    msgs = [{"role": "user", "content": "q", "metadata": "m1"}, {"role": "tool_response", "content": "r"}]
+    msgs = [
+        {"role": "user", "content": "q", "metadata": "m1"},
+        {"role": "tool_response", "content": "r"},
+    ]
     assert _render(src, msgs) == "[user|m1]q[tool_response|]r"
     with pytest.raises(ValidationError):
         _render(src, [{"role": 3, "content": "x"}])
@@ -133,7 +141,12 @@ def test_tool_call_arguments_are_objects_and_missing_content_is_filled_when_need
     )
     msgs = [
         {"role": "user", "content": "go"},
-        {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "w", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"type": "function", "function": {"name": "w", "arguments": '{"city": "Paris"}'}}
+            ],
+        },
     ]
     snapshot = copy.deepcopy(msgs)
     assert _render(src, msgs) == "go<w Paris>"
@@ -142,8 +155,16 @@ def test_tool_call_arguments_are_objects_and_missing_content_is_filled_when_need
 
 def test_string_arguments_when_the_template_concatenates_them() -> None:
     src = "{% for m in messages %}{% for c in m.tool_calls or [] %}{{ '>>>' + c.function.arguments }}{% endfor %}{% endfor %}"
-    msgs = [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [
-        {"type": "function", "function": {"name": "w", "arguments": {"city": "Paris"}}}]}]
+    msgs = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"type": "function", "function": {"name": "w", "arguments": {"city": "Paris"}}}
+            ],
+        },
+    ]
     assert _render(src, msgs) == '>>>{"city": "Paris"}'
 
 
@@ -156,7 +177,7 @@ def test_generation_tag_marks_trained_spans() -> None:
     tpl = JinjaTemplate(src)
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
     segs = tpl.segments(msgs, add_generation_prompt=False)
-    assert join(segs) == tpl.render(msgs, add_generation_prompt=False) == "U: q\nA: a</s>\n"
+    assert join(segs) == tpl.render(msgs, add_generation_prompt=False) == "U: q\nA: a</s>"
     assert "".join(s.text for s in segs if s.trained) == "a</s>"
 
 
@@ -172,7 +193,10 @@ def test_segments_of_chatml_source() -> None:
     segs = tpl.segments(msgs)
     assert join(segs) == tpl.render(msgs)
     assert [(s.text, s.message) for s in segs if s.kind is Kind.CONTENT] == [
-        ("sys", 0), ("<|im_end|> hi", 1), ("yo", 2), ("again", 3)
+        ("sys", 0),
+        ("<|im_end|> hi", 1),
+        ("yo", 2),
+        ("again", 3),
     ]
     assert [s.text for s in segs if s.trained] == ["yo", "<|im_end|>"]
     assert segs[-1].text == "\n<|im_start|>assistant\n" and segs[-1].message is None
@@ -191,7 +215,10 @@ def test_trimmed_content_is_traced() -> None:
 def test_cut_content_is_traced_as_the_part_shown() -> None:
     src = "{% for m in messages %}<{{ m.role }}>{{ m.content.split('</think>')[-1] }}<end>{% endfor %}"
     tpl = JinjaTemplate(src)
-    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "<think>x</think>answer"}]
+    msgs = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "<think>x</think>answer"},
+    ]
     segs = tpl.segments(msgs)
     assert join(segs) == "<user>q<end><assistant>answer<end>"
     assert [s.text for s in segs if s.kind is Kind.CONTENT] == ["q", "answer"]
@@ -217,7 +244,10 @@ def test_search_fallback_warns() -> None:
 def test_continue_final_message_and_follow_up() -> None:
     tpl = JinjaTemplate(CHATML)
     msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "par"}]
-    assert tpl.render(msgs, continue_final_message=True) == "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\npar"
+    assert (
+        tpl.render(msgs, continue_final_message=True)
+        == "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\npar"
+    )
     follow = tpl.render([{"role": "user", "content": "next"}], sequence_start=False)
     assert follow == "\n<|im_start|>user\nnext<|im_end|>\n<|im_start|>assistant\n"
 
@@ -236,14 +266,24 @@ def test_tokenizer_config_and_model_dirs(tmp_path: Path) -> None:
     src = "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}"
     cfg = {"chat_template": src, "bos_token": {"content": "<B>"}, "eos_token": "<E>"}
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(cfg), encoding="utf-8")
-    for where in (tmp_path, tmp_path / "tokenizer_config.json", str(tmp_path / "tokenizer_config.json")):
+    for where in (
+        tmp_path,
+        tmp_path / "tokenizer_config.json",
+        str(tmp_path / "tokenizer_config.json"),
+    ):
         assert chatfmt.get_template(where).render(USER) == "<B>hi<E>"
     # chat_template.jinja beside the config wins; named templates pick "default"
     (tmp_path / "chat_template.jinja").write_text("J" + src, encoding="utf-8")
     assert chatfmt.get_template(tmp_path).render(USER) == "J<B>hi<E>"
     other = tmp_path / "named"
     other.mkdir()
-    cfg2 = {"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D{{ eos_token }}"}], "eos_token": "<E>"}
+    cfg2 = {
+        "chat_template": [
+            {"name": "tool_use", "template": "T"},
+            {"name": "default", "template": "D{{ eos_token }}"},
+        ],
+        "eos_token": "<E>",
+    }
     (other / "tokenizer_config.json").write_text(json.dumps(cfg2), encoding="utf-8")
     assert chatfmt.get_template(other).render(USER) == "D<E>"
     jf = tmp_path / "x.jinja"
@@ -255,7 +295,9 @@ def test_gguf_chat_template(tmp_path: Path) -> None:
     gguf = pytest.importorskip("gguf")
     path = tmp_path / "m.gguf"
     w = gguf.GGUFWriter(str(path), arch="llama")
-    w.add_chat_template("{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}")
+    w.add_chat_template(
+        "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}"
+    )
     w.add_token_list(["<unk>", "<s>", "</s>"])
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
@@ -282,7 +324,9 @@ def test_detect_cli(shared_dir: Path, tmp_path: Path) -> None:
     from chatfmt.cli import app
 
     runner = CliRunner()
-    res = runner.invoke(app, ["detect", str(shared_dir / "reference/templates/Qwen-Qwen3-0.6B.jinja")])
+    res = runner.invoke(
+        app, ["detect", str(shared_dir / "reference/templates/Qwen-Qwen3-0.6B.jinja")]
+    )
     assert res.exit_code == 0 and res.output.strip() == "qwen3 (fingerprint)"
     other = tmp_path / "t.jinja"
     other.write_text("{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
@@ -301,21 +345,36 @@ _PROPERTY_TEMPLATES = {
 }
 
 
+@functools.cache
+def _property_template(name: str) -> JinjaTemplate:
+    return JinjaTemplate(official_source(name), variables={"bos_token": "<s>", "eos_token": "</s>"})
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(_PROPERTY_TEMPLATES))
 @given(data=st.data())
 def test_jinja_segments_properties(shared_dir: Path, name: str, data: st.DataObject) -> None:
     source = official_source(name)
     tools = _PROPERTY_TEMPLATES[name]
-    conv = data.draw(conversations(tools=tools, end_with=data.draw(st.sampled_from(["user", "assistant"]))))
+    conv = data.draw(
+        conversations(tools=tools, end_with=data.draw(st.sampled_from(["user", "assistant"])))
+    )
     messages, tool_list = conv["messages"], conv["tools"]
     if "Mistral" in name and messages[0]["role"] == "system":
         messages = messages[1:]
     gen = messages[-1]["role"] != "assistant"
     snapshot = copy.deepcopy((messages, tool_list))
-    tpl = JinjaTemplate(source, variables={"bos_token": "<s>", "eos_token": "</s>"})
+    tpl = _property_template(name)
     try:
-        want = official_render(source, messages, tools=tool_list, add_generation_prompt=gen, bos_token="<s>", eos_token="</s>")
-    except Exception:  # noqa: BLE001 - the official template rejects it: chatfmt must raise its own error
+        want = official_render(
+            source,
+            messages,
+            tools=tool_list,
+            add_generation_prompt=gen,
+            bos_token="<s>",
+            eos_token="</s>",
+        )
+    except Exception:
         with pytest.raises(chatfmt.ChatFmtError):
             tpl.render(messages, tools=tool_list, add_generation_prompt=gen)
         return
@@ -325,9 +384,9 @@ def test_jinja_segments_properties(shared_dir: Path, name: str, data: st.DataObj
     assert join(segs) == out
     for i, m in enumerate(messages):
         text = m.get("content")
-        if isinstance(text, str) and text.strip():
+        if isinstance(text, str) and text.strip() and not m.get("tool_calls"):  # Hermes drops those
             held = "".join(s.text for s in segs if s.kind is Kind.CONTENT and s.message == i)
-            assert text.strip() in held or (text.strip() not in out)
+            assert text.strip() in held
     assert (messages, tool_list) == snapshot
 
 
@@ -338,4 +397,6 @@ def test_content_segments_hold_text_exactly(text: str) -> None:
     segs = tpl.segments(msgs, add_generation_prompt=False)
     assert join(segs) == tpl.render(msgs, add_generation_prompt=False)
     for i, expected in enumerate((text, text + "!")):
-        assert "".join(s.text for s in segs if s.kind is Kind.CONTENT and s.message == i) == expected
+        assert (
+            "".join(s.text for s in segs if s.kind is Kind.CONTENT and s.message == i) == expected
+        )

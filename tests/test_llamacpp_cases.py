@@ -9,6 +9,7 @@ system messages, the default render follows the template and the documented
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,11 @@ def _cases() -> list[Any]:
 
 
 def _model_dir(tmp_path: Path, case: dict[str, Any]) -> Path:
-    config = {"chat_template": case["template_source"], "bos_token": case["bos_token"], "eos_token": case["eos_token"]}
+    config = {
+        "chat_template": case["template_source"],
+        "bos_token": case["bos_token"],
+        "eos_token": case["eos_token"],
+    }
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return tmp_path
 
@@ -46,7 +51,9 @@ def test_case_renders_llamacpp_expectation(
     shared_dir: Path, tmp_path: Path, conversation: list[dict[str, Any]], case: dict[str, Any]
 ) -> None:
     if not case.get("supported_with_jinja", True):
-        pytest.skip("llama.cpp does not render this case through Jinja (supported_with_jinja=false)")
+        pytest.skip(
+            "llama.cpp does not render this case through Jinja (supported_with_jinja=false)"
+        )
     messages = conversation + case.get("extra_conversation", [])
     expected = case["expected_output_jinja"]
     tpl = chatfmt.get_template(_model_dir(tmp_path, case))
@@ -61,10 +68,8 @@ def test_case_renders_llamacpp_expectation(
     if merges:
         # The template ignores or rejects system messages; llama.cpp merged the system
         # text into the first user turn. The default follows the template...
-        try:
+        with contextlib.suppress(ChatFmtError):
             assert tpl.render(messages) != expected
-        except ChatFmtError:
-            pass
         options[MERGE_SYSTEM] = True
     out = tpl.render(messages, **options)
     assert out == expected, f"{type(tpl).__name__} {tpl.name!r} differs from llama.cpp"
@@ -77,7 +82,11 @@ def test_raw_source_recognition_is_sound(
     shared_dir: Path, conversation: list[dict[str, Any]], case: dict[str, Any]
 ) -> None:
     """A bare source recognized as a native template renders like the source itself."""
-    messages = [m for m in conversation + case.get("extra_conversation", []) if m["role"] in ("system", "user", "assistant")]
+    messages = [
+        m
+        for m in conversation + case.get("extra_conversation", [])
+        if m["role"] in ("system", "user", "assistant")
+    ]
     tpl = chatfmt.get_template(case["template_source"])
     if isinstance(tpl, JinjaTemplate):
         assert recognize(case["template_source"]).method == "none"
@@ -100,7 +109,11 @@ def test_merge_option_folds_system_into_first_user() -> None:
         "{% endif %}[{{ m['role'] }}]{{ m['content'] }}{% endfor %}"
     )
     tpl = JinjaTemplate(src)
-    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, {"role": "assistant", "content": "A"}]
+    msgs = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "U"},
+        {"role": "assistant", "content": "A"},
+    ]
     with pytest.raises(chatfmt.TemplateRenderError) as err:
         tpl.render(msgs)
     assert err.value.index == 0

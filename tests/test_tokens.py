@@ -93,7 +93,9 @@ def test_ids_equal_tokenizer_property(name: str, data: dict[str, Any]) -> None:
             text = tpl.render(data["messages"], add_generation_prompt=True)
         except ChatFmtError:
             continue
-        enc = encode(data["messages"], tpl, tok, add_generation_prompt=True, train_on="none", add_bos=False)
+        enc = encode(
+            data["messages"], tpl, tok, add_generation_prompt=True, train_on="none", add_bos=False
+        )
         assert enc.input_ids == oracle(name).encode(text, add_special_tokens=False).ids
 
 
@@ -103,8 +105,8 @@ def test_fast_path_matches_tokenizers(name: str, text: str) -> None:
     _need(TOK / name)
     fast, slow = hf(name), hf(name, fast=False)
     assert fast.fast and not slow.fast
-    (f_ids, f_starts), = fast.encode_runs([text])
-    (s_ids, _), = slow.encode_runs([text])
+    ((f_ids, _),) = fast.encode_runs([text])
+    ((s_ids, _),) = slow.encode_runs([text])
     assert f_ids.tolist() == s_ids.tolist()
     assert f_ids.tolist() == oracle(name).encode(text, add_special_tokens=False).ids or any(
         s in text for s in fast.special_tokens
@@ -118,10 +120,12 @@ def test_fast_path_on_a_mixed_corpus() -> None:
         "Zürich, naïve café — «quotes» … ’apostrophes’ it's we'll I'd",
         "中文分词测试，日本語のテキスト、한국어 텍스트 🙂🚀👩‍👩‍👧 e\u0301 Å",
         "   leading and trailing spaces   \r\n\r\nwindows lines\n" * 3,
-        "{\"json\": [1, 2.5, -3e10, null, true], \"k\": \"v\\n\"}",
+        '{"json": [1, 2.5, -3e10, null, true], "k": "v\\n"}',
     ]
     fast, slow = hf("qwen3"), hf("qwen3", fast=False)
-    assert [r[0].tolist() for r in fast.encode_runs(corpus)] == [r[0].tolist() for r in slow.encode_runs(corpus)]
+    assert [r[0].tolist() for r in fast.encode_runs(corpus)] == [
+        r[0].tolist() for r in slow.encode_runs(corpus)
+    ]
 
 
 def test_bos_added_when_the_model_adds_it() -> None:
@@ -141,7 +145,9 @@ def test_bos_added_when_the_model_adds_it() -> None:
 def test_masks_train_assistant_output_only(template: str) -> None:
     _need(TOK / "qwen3")
     tpl = chatfmt.get_template(template)
-    if tpl.generation_config.capability == "completion" or not _renders(tpl, SAMPLE, add_generation_prompt=False):
+    if tpl.generation_config.capability == "completion" or not _renders(
+        tpl, SAMPLE, add_generation_prompt=False
+    ):
         pytest.skip(f"{template} rejects the sample conversation")
     tok = hf("qwen3")
     enc = encode(SAMPLE, tpl, tok)
@@ -159,7 +165,9 @@ def test_masks_train_assistant_output_only(template: str) -> None:
         if lab != IGNORE_INDEX and msg >= 0:
             assert roles[msg] == "assistant"
     last = encode(SAMPLE, tpl, tok, train_on="last_assistant")
-    last_text = tok.decode([t for t, lab in zip(last.input_ids, last.labels) if lab != IGNORE_INDEX])
+    last_text = tok.decode(
+        [t for t, lab in zip(last.input_ids, last.labels) if lab != IGNORE_INDEX]
+    )
     assert "13023" in last_text and "How can I help?" not in last_text
 
 
@@ -215,6 +223,10 @@ def test_straddling_token_is_trained() -> None:
     tok = hf("qwen3")
     msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "ok"}]
     enc = encode(msgs, tpl, tok)
-    assert enc.input_ids == oracle("qwen3").encode(tpl.render(msgs, add_generation_prompt=False)).ids
-    trained_text = tok.decode([t for t, lab in zip(enc.input_ids, enc.labels) if lab != IGNORE_INDEX])
+    assert (
+        enc.input_ids == oracle("qwen3").encode(tpl.render(msgs, add_generation_prompt=False)).ids
+    )
+    trained_text = tok.decode(
+        [t for t, lab in zip(enc.input_ids, enc.labels) if lab != IGNORE_INDEX]
+    )
     assert "ok" in trained_text

@@ -56,10 +56,14 @@ def test_gguf_vocab_matches_reference_pairs(name: str) -> None:
 def test_gguf_qwen2_uses_fast_path_and_chatml_ids() -> None:
     tok = load_tokenizer(_need(GGUF / "ggml-vocab-qwen2.gguf", "shared GGUF vocab"))
     assert getattr(tok, "fast", False)
-    enc = encode([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}], "chatml", tok)
+    enc = encode(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}], "chatml", tok
+    )
     assert enc.input_ids[0] == tok.token_id("<|im_start|>") == 151644
     assert tok.decode(enc.input_ids) == chatfmt.render(
-        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}], "chatml", add_generation_prompt=False
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+        "chatml",
+        add_generation_prompt=False,
     )
 
 
@@ -73,11 +77,15 @@ def test_smollm2_gguf_vocab_and_template() -> None:
     text = "Hello, SmolLM! 12345 ünïcödé\n  indent"
     assert tok.decode(tok.encode(text)) == text
     assert tok.encode("12345") == [tok.encode(d)[0] for d in "12345"]  # digits split one by one
-    enc = encode([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], "chatml", tok)
+    enc = encode(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}], "chatml", tok
+    )
     assert enc.num_trained == 2  # "ok" and <|im_end|>
 
 
-@pytest.mark.parametrize("model", ["tokenizer.model.v1", "mistral_instruct_tokenizer_240323.model.v3"])
+@pytest.mark.parametrize(
+    "model", ["tokenizer.model.v1", "mistral_instruct_tokenizer_240323.model.v3"]
+)
 def test_sentencepiece_model(model: str) -> None:
     data = _need(_mistral_data(), "mistral-common")
     import sentencepiece as spm
@@ -91,7 +99,7 @@ def test_sentencepiece_model(model: str) -> None:
     if model.endswith("v3"):
         assert tok.token_id("[INST]") == 3 and tok.token_id("[/INST]") == 4
         # control strings in content stay text
-        (ids, _), = tok.encode_runs(["[INST] x"])
+        ((ids, _),) = tok.encode_runs(["[INST] x"])
         assert 3 not in ids.tolist()
 
 
@@ -128,13 +136,19 @@ def test_internlm2_and_chatglm3_ids_with_a_built_tokenizer() -> None:
     from chatfmt.tokens.tokenizer import HFTokenizer
 
     specials = {
-        "<|plugin|>": 92538, "<|interpreter|>": 92539, "<|action_end|>": 92540,
-        "<|action_start|>": 92541, "<|im_end|>": 92542, "<|im_start|>": 92543,
+        "<|plugin|>": 92538,
+        "<|interpreter|>": 92539,
+        "<|action_end|>": 92540,
+        "<|action_start|>": 92541,
+        "<|im_end|>": 92542,
+        "<|im_start|>": 92543,
     }
     from tokenizers.decoders import ByteLevel as ByteLevelDecoder
 
     vocab = {c: i for i, c in enumerate(_byte_alphabet())}
-    vocab.update({f"<unused_{i}>": i for i in range(256, min(specials.values()))})  # ids as in the model
+    vocab.update(
+        {f"<unused_{i}>": i for i in range(256, min(specials.values()))}
+    )  # ids as in the model
     raw = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = ByteLevelDecoder()
@@ -142,8 +156,15 @@ def test_internlm2_and_chatglm3_ids_with_a_built_tokenizer() -> None:
 
     spec = json.loads(raw.to_str())
     spec["added_tokens"] = [
-        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-         "special": True}
+        {
+            "id": i,
+            "content": s,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for s, i in specials.items()
     ]
     tok = HFTokenizer(spec, name="internlm2-test")
@@ -192,16 +213,31 @@ def _built(specials: dict[str, int]) -> object:
     raw.decoder = ByteLevelDecoder()
     spec = json.loads(raw.to_str())
     spec["added_tokens"] = [
-        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False,
-         "special": True}
+        {
+            "id": i,
+            "content": s,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
         for s, i in sorted(specials.items(), key=lambda kv: kv[1])
     ]
     return HFTokenizer(spec, name="built")
 
 
 def test_chatglm3_ids_with_a_built_tokenizer() -> None:
-    specials = {"[gMASK]": 64790, "[sMASK]": 64791, "sop": 64792, "eop": 64793, "<|system|>": 64794,
-                "<|user|>": 64795, "<|assistant|>": 64796, "<|observation|>": 64797}
+    specials = {
+        "[gMASK]": 64790,
+        "[sMASK]": 64791,
+        "sop": 64792,
+        "eop": 64793,
+        "<|system|>": 64794,
+        "<|user|>": 64795,
+        "<|assistant|>": 64796,
+        "<|observation|>": 64797,
+    }
     tok = _built(specials)
     if "chatglm3" not in chatfmt.REGISTRY:
         pytest.skip("chatglm3 template not registered")
@@ -209,5 +245,7 @@ def test_chatglm3_ids_with_a_built_tokenizer() -> None:
     enc = encode(msgs, "chatglm3", tok, add_bos=False)
     assert enc.input_ids[:2] == [64790, 64792]
     assert enc.input_ids.count(64796) == 1  # only the template's header
-    assert tok.decode(enc.input_ids) == chatfmt.render(msgs, "chatglm3", add_generation_prompt=False)
+    assert tok.decode(enc.input_ids) == chatfmt.render(
+        msgs, "chatglm3", add_generation_prompt=False
+    )
     assert enc.num_trained > 0

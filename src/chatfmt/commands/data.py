@@ -30,21 +30,55 @@ def _options(pairs: list[str] | None) -> dict[str, object]:
 
 
 def tokenize_cmd(
-    input_path: Annotated[Path, typer.Argument(help="JSONL, JSON, Parquet file/folder or a datasets save_to_disk folder.")],
-    template: Annotated[str, typer.Option("--template", "-t", help="Template name, model id or file.")],
-    tokenizer: Annotated[str, typer.Option("--tokenizer", help="tokenizer.json folder/file, .model, .gguf, tekken.json.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray).")],
+    input_path: Annotated[
+        Path,
+        typer.Argument(help="JSONL, JSON, Parquet file/folder or a datasets save_to_disk folder."),
+    ],
+    template: Annotated[
+        str, typer.Option("--template", "-t", help="Template name, model id or file.")
+    ],
+    tokenizer: Annotated[
+        str,
+        typer.Option("--tokenizer", help="tokenizer.json folder/file, .model, .gguf, tekken.json."),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray)."),
+    ],
     workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Worker processes.")] = 1,
-    max_length: Annotated[Optional[int], typer.Option("--max-length", min=1, help="Token limit per sample.")] = None,  # noqa: UP045
-    truncate: Annotated[bool, typer.Option("--truncate", help="Cut samples longer than --max-length.")] = False,
-    drop: Annotated[bool, typer.Option("--drop", help="Drop samples longer than --max-length (listed in the errors file).")] = False,
-    train_on: Annotated[str, typer.Option("--train-on", help="all_assistant, last_assistant or all.")] = "all_assistant",
-    on_special: Annotated[str, typer.Option("--on-special", help="text (encode as plain text) or raise.")] = "text",
-    errors_file: Annotated[Optional[Path], typer.Option("--errors", help="Errors JSONL (default OUT.errors.jsonl).")] = None,  # noqa: UP045
-    split: Annotated[Optional[str], typer.Option("--split", help="Split of a DatasetDict folder.")] = None,  # noqa: UP045
-    engine: Annotated[str, typer.Option("--engine", help="local (multiprocessing) or ray.")] = "local",
-    option: Annotated[Optional[list[str]], typer.Option("--option", help="Template option NAME=VALUE.")] = None,  # noqa: UP045
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="Hide the progress bar.")] = False,
+    max_length: Annotated[
+        int | None, typer.Option("--max-length", min=1, help="Token limit per sample.")
+    ] = None,
+    truncate: Annotated[
+        bool, typer.Option("--truncate", help="Cut samples longer than --max-length.")
+    ] = False,
+    drop: Annotated[
+        bool,
+        typer.Option(
+            "--drop", help="Drop samples longer than --max-length (listed in the errors file)."
+        ),
+    ] = False,
+    train_on: Annotated[
+        str, typer.Option("--train-on", help="all_assistant, last_assistant or all.")
+    ] = "all_assistant",
+    on_special: Annotated[
+        str, typer.Option("--on-special", help="text (encode as plain text) or raise.")
+    ] = "text",
+    errors_file: Annotated[
+        Path | None, typer.Option("--errors", help="Errors JSONL (default OUT.errors.jsonl).")
+    ] = None,
+    split: Annotated[
+        str | None, typer.Option("--split", help="Split of a DatasetDict folder.")
+    ] = None,
+    engine: Annotated[
+        str, typer.Option("--engine", help="local (multiprocessing) or ray.")
+    ] = "local",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", help="Template option NAME=VALUE.")
+    ] = None,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="Hide the progress bar.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
@@ -60,18 +94,34 @@ def tokenize_cmd(
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
 
             summary = tokenize_dataset_ray(
-                input_path, output, template=template, tokenizer=tokenizer, max_length=max_length,
-                overflow=overflow, train_on=train_on, on_special=on_special, errors_path=errors_file,
+                input_path,
+                output,
+                template=template,
+                tokenizer=tokenizer,
+                max_length=max_length,
+                overflow=overflow,
+                train_on=train_on,
+                on_special=on_special,
+                errors_path=errors_file,
                 options=_options(option),
             )
         elif engine == "local":
             from ..data_pipeline.pipeline import tokenize_dataset
 
             summary = tokenize_dataset(
-                input_path, output, template=template, tokenizer=tokenizer, workers=workers,
-                max_length=max_length, overflow=overflow, train_on=train_on,  # type: ignore[arg-type]
-                on_special=on_special, errors_path=errors_file, split=split,
-                progress=None if not no_progress else False, options=_options(option),
+                input_path,
+                output,
+                template=template,
+                tokenizer=tokenizer,
+                workers=workers,
+                max_length=max_length,
+                overflow=overflow,
+                train_on=train_on,
+                on_special=on_special,
+                errors_path=errors_file,
+                split=split,
+                progress=None if not no_progress else False,
+                options=_options(option),
             )
         else:
             raise _fail(f"--engine must be local or ray, got {engine!r}")
@@ -81,7 +131,9 @@ def tokenize_cmd(
 
 
 def convert_cmd(
-    input_path: Annotated[Path, typer.Argument(help="JSONL/Parquet/datasets rows holding rendered prompts.")],
+    input_path: Annotated[
+        Path, typer.Argument(help="JSONL/Parquet/datasets rows holding rendered prompts.")
+    ],
     source: Annotated[str, typer.Option("--from", help="Template the prompts were rendered with.")],
     target: Annotated[str, typer.Option("--to", help="Template to render them with.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Output JSONL.")],
@@ -96,7 +148,11 @@ def convert_cmd(
         raise _fail(f"input not found: {input_path}")
     try:
         counts = convert_dataset(
-            input_path, output, source=get_template(source), target=get_template(target), field=field,
+            input_path,
+            output,
+            source=get_template(source),
+            target=get_template(target),
+            field=field,
             errors_path=errors_file,
         )
     except ChatFmtError as exc:

@@ -18,7 +18,9 @@ def register(app: typer.Typer) -> None:
     def detect(
         file: Annotated[
             Path,
-            typer.Argument(help="A .jinja file, tokenizer_config.json, chat_template.json, model directory or GGUF file."),
+            typer.Argument(
+                help="A .jinja file, tokenizer_config.json, chat_template.json, model directory or GGUF file."
+            ),
         ],
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     ) -> None:
@@ -29,7 +31,9 @@ def register(app: typer.Typer) -> None:
         try:
             src = read_path(file)
             if src is None:
-                raise ChatFmtError(f"{file}: not a Jinja template file, tokenizer config, model directory or GGUF file")
+                raise ChatFmtError(
+                    f"{file}: not a Jinja template file, tokenizer config, model directory or GGUF file"
+                )
             rec = detect_source(src)
         except ChatFmtError as exc:
             typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)

@@ -81,7 +81,10 @@ class PromptParser:
                     continue
                 try:
                     parsed, got_gen = self.parse(text)
-                    ok = parsed == sample and tpl.render(parsed, add_generation_prompt=got_gen) == text
+                    ok = (
+                        parsed == sample
+                        and tpl.render(parsed, add_generation_prompt=got_gen) == text
+                    )
                 except ChatFmtError:
                     ok = False
                 if not ok:
@@ -96,7 +99,9 @@ class PromptParser:
         try:
             segs = tpl.segments(msgs, add_generation_prompt=False)
         except ChatFmtError as exc:
-            raise TemplateError(f"template {tpl.name!r} cannot render a probe conversation: {exc}") from None
+            raise TemplateError(
+                f"template {tpl.name!r} cannot render a probe conversation: {exc}"
+            ) from None
         content_at = []
         for k, s in enumerate(segs):
             if s.kind is Kind.CONTENT:
@@ -106,7 +111,9 @@ class PromptParser:
                     )
                 content_at.append(k)
         if [segs[k].message for k in content_at] != list(range(len(roles))):
-            raise TemplateError(f"template {tpl.name!r} does not render messages in order as separate turns")
+            raise TemplateError(
+                f"template {tpl.name!r} does not render messages in order as separate turns"
+            )
         lead = join(segs[: content_at[0]] if content_at else segs)
         opens: list[tuple[str, str]] = []
         closes: list[tuple[str, str]] = []
@@ -141,7 +148,9 @@ class PromptParser:
                 break
             found = self._turn(text, pos, first=not messages)
             if found is None:
-                raise ParseError(f"cannot read a {self.template.name!r} turn at character {pos}: {text[pos:pos + 40]!r}")
+                raise ParseError(
+                    f"cannot read a {self.template.name!r} turn at character {pos}: {text[pos : pos + 40]!r}"
+                )
             role, content, pos = found
             messages.append({"role": role, "content": content})
         return messages, gen
@@ -160,8 +169,9 @@ class PromptParser:
                     if idx < 0:
                         break
                     after = idx + len(close)
-                    if self._boundary(text, after) and (best is None or idx < best[0]):
-                        best = (idx, after)
+                    if self._boundary(text, after):
+                        if best is None or idx < best[0]:
+                            best = (idx, after)
                         break
                     idx += 1
                     if idx > len(text):
@@ -214,7 +224,13 @@ def convert_dataset(
     parser = PromptParser(source)
     out = Path(output_path)
     err = Path(errors_path) if errors_path else default_errors_path(out)
-    counts = {"rows": 0, "converted": 0, "errors": 0, "output": str(out), "errors_file": str(err)}
+    counts: dict[str, Any] = {
+        "rows": 0,
+        "converted": 0,
+        "errors": 0,
+        "output": str(out),
+        "errors_file": str(err),
+    }
     with out.open("w", encoding="utf-8") as fh, err.open("w", encoding="utf-8") as efh:
         for index, raw in read_rows(Path(input_path)):
             counts["rows"] += 1
@@ -226,7 +242,12 @@ def convert_dataset(
                 row[field] = convert_prompt(text, parser, target)
             except (ValueError, ChatFmtError) as exc:
                 counts["errors"] += 1
-                efh.write(json.dumps({"row": index, "reason": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False) + "\n")
+                efh.write(
+                    json.dumps(
+                        {"row": index, "reason": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False
+                    )
+                    + "\n"
+                )
                 continue
             counts["converted"] += 1
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -38,7 +38,7 @@ class TokenizeConfig:
     template: Template
     tokenizer: Tokenizer
     max_length: int | None = None
-    overflow: Overflow = "error"
+    overflow: Overflow | str = "error"
     train_on: str = "all_assistant"
     on_special: str = "text"
     options: dict[str, Any] = field(default_factory=dict)
@@ -111,7 +111,9 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def process_chunk(chunk: list[tuple[int, Any]], config: TokenizeConfig | None = None) -> ChunkResult:
+def process_chunk(
+    chunk: list[tuple[int, Any]], config: TokenizeConfig | None = None
+) -> ChunkResult:
     """Tokenize one chunk of ``(row index, row)`` pairs."""
     cfg = config or _CONFIG
     assert cfg is not None, "worker not initialised"
@@ -132,10 +134,10 @@ def process_chunk(chunk: list[tuple[int, Any]], config: TokenizeConfig | None = 
             convs,
             cfg.template,
             cfg.tokenizer,
-            train_on=cfg.train_on,  # type: ignore[arg-type]
+            train_on=cfg.train_on,
             max_length=cfg.max_length,
             truncation=truncation,
-            on_special=cfg.on_special,  # type: ignore[arg-type]
+            on_special=cfg.on_special,
             errors="return",
             **cfg.options,
         )
@@ -144,9 +146,17 @@ def process_chunk(chunk: list[tuple[int, Any]], config: TokenizeConfig | None = 
         for conv in convs:
             try:
                 results.extend(
-                    encode_batch([conv], cfg.template, cfg.tokenizer, train_on=cfg.train_on,  # type: ignore[arg-type]
-                                 max_length=cfg.max_length, truncation=truncation,
-                                 on_special=cfg.on_special, errors="return", **cfg.options)  # type: ignore[arg-type]
+                    encode_batch(
+                        [conv],
+                        cfg.template,
+                        cfg.tokenizer,
+                        train_on=cfg.train_on,
+                        max_length=cfg.max_length,
+                        truncation=truncation,
+                        on_special=cfg.on_special,
+                        errors="return",
+                        **cfg.options,
+                    )
                 )
             except Exception as exc:
                 results.append(TokenizationError(_reason(exc)))
@@ -200,7 +210,7 @@ def _record_batch(res: ChunkResult) -> Any:
     )
 
 
-def OUTPUT_SCHEMA() -> Any:  # noqa: N802 - reads like the constant it is
+def OUTPUT_SCHEMA() -> Any:
     """The Parquet schema of tokenized output."""
     import pyarrow as pa
 
@@ -235,7 +245,7 @@ def tokenize_dataset(
     tokenizer: str | Path | Tokenizer,
     workers: int = 1,
     max_length: int | None = None,
-    overflow: Overflow = "error",
+    overflow: Overflow | str = "error",
     train_on: str = "all_assistant",
     on_special: str = "text",
     errors_path: str | Path | None = None,
@@ -275,7 +285,10 @@ def tokenize_dataset(
     bar = _progress(total, progress)
     chunks = _chunks(read_rows(src, split=split), chunk_size)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with pq.ParquetWriter(str(out), OUTPUT_SCHEMA()) as writer, err_path.open("w", encoding="utf-8") as err_fh:
+    with (
+        pq.ParquetWriter(str(out), OUTPUT_SCHEMA()) as writer,
+        err_path.open("w", encoding="utf-8") as err_fh,
+    ):
         for res in _run(chunks, config, workers):
             if len(res.rows):
                 writer.write_batch(_record_batch(res))
@@ -285,7 +298,9 @@ def tokenize_dataset(
                     summary.dropped_too_long += 1
                 else:
                     summary.errors += 1
-                    summary.reasons[e["reason"].split(":", 1)[0] if e["kind"] == "error" else e["kind"]] += 1
+                    summary.reasons[
+                        e["reason"].split(":", 1)[0] if e["kind"] == "error" else e["kind"]
+                    ] += 1
             summary.samples_in += res.n_in
             summary.samples_out += len(res.rows)
             summary.tokens += len(res.ids)
@@ -299,7 +314,9 @@ def tokenize_dataset(
     return summary
 
 
-def _run(chunks: Iterator[list[tuple[int, Any]]], config: TokenizeConfig, workers: int) -> Iterator[ChunkResult]:
+def _run(
+    chunks: Iterator[list[tuple[int, Any]]], config: TokenizeConfig, workers: int
+) -> Iterator[ChunkResult]:
     if workers <= 1:
         threads = config.tokenizer.threads
         config.tokenizer.threads = 1
@@ -309,7 +326,9 @@ def _run(chunks: Iterator[list[tuple[int, Any]]], config: TokenizeConfig, worker
         finally:
             config.tokenizer.threads = threads
         return
-    method = "fork" if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    method = (
+        "fork" if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" else "spawn"
+    )
     ctx = mp.get_context(method)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers are single-threaded
     with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:

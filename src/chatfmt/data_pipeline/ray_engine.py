@@ -60,7 +60,9 @@ def _map_batch(batch: Any, template: Any, tokenizer: str, policy: dict[str, Any]
         {
             "input_ids": pa.ListArray.from_arrays(offsets, pa.array(ids, pa.int32())),
             "labels": pa.ListArray.from_arrays(offsets, pa.array(labels, pa.int32())),
-            "attention_mask": pa.ListArray.from_arrays(offsets, pa.array(np.ones(len(ids), dtype=np.int8))),
+            "attention_mask": pa.ListArray.from_arrays(
+                offsets, pa.array(np.ones(len(ids), dtype=np.int8))
+            ),
             "num_tokens": pa.array(lengths),
             "num_trained": pa.array(trained),
             "truncated": pa.array(truncated),
@@ -93,7 +95,7 @@ def tokenize_dataset_ray(
         import ray.data
     except ImportError:
         raise TokenizationError("the Ray engine needs: pip install 'chatfmt[ray]'") from None
-    if isinstance(tokenizer, Path) or isinstance(tokenizer, str):
+    if isinstance(tokenizer, (Path, str)):
         tokenizer = str(Path(tokenizer).resolve())
     else:
         raise TokenizationError("the Ray engine needs the tokenizer as a path (workers load it)")
@@ -121,7 +123,7 @@ def tokenize_dataset_ray(
         "options": dict(options or {}),
     }
     mapped = ds.map_batches(
-        _map_batch,
+        _map_batch,  # type: ignore[arg-type]
         batch_format="pyarrow",
         batch_size=batch_size,
         fn_args=(template, tokenizer, policy),
@@ -129,12 +131,16 @@ def tokenize_dataset_ray(
     summary = Summary(output=str(out), errors_file=str(err_path))
     index = 0
     with err_path.open("w", encoding="utf-8") as fh:
-        for batch in mapped.select_columns(["error", "error_kind", "num_tokens", "num_trained", "truncated"]).iter_batches(
-            batch_format="pyarrow"
-        ):
+        for batch in mapped.select_columns(
+            ["error", "error_kind", "num_tokens", "num_trained", "truncated"]
+        ).iter_batches(batch_format="pyarrow"):
             cols = batch.to_pydict()
             for err, kind, ntok, ntrain, trunc in zip(
-                cols["error"], cols["error_kind"], cols["num_tokens"], cols["num_trained"], cols["truncated"]
+                cols["error"],
+                cols["error_kind"],
+                cols["num_tokens"],
+                cols["num_trained"],
+                cols["truncated"],
             ):
                 if err is None:
                     summary.samples_out += 1
@@ -142,7 +148,10 @@ def tokenize_dataset_ray(
                     summary.trained_tokens += ntrain
                     summary.truncated += int(trunc)
                 else:
-                    fh.write(json.dumps({"row": index, "kind": kind, "reason": err}, ensure_ascii=False) + "\n")
+                    fh.write(
+                        json.dumps({"row": index, "kind": kind, "reason": err}, ensure_ascii=False)
+                        + "\n"
+                    )
                     if kind == "dropped_too_long":
                         summary.dropped_too_long += 1
                     else:

@@ -21,11 +21,15 @@ class DatasetError(ChatFmtError):
 def input_kind(path: Path) -> str:
     """``jsonl``, ``json``, ``parquet`` or ``hf`` (a ``save_to_disk`` folder)."""
     if path.is_dir():
-        if any((path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")):
+        if any(
+            (path / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")
+        ):
             return "hf"
         if any(path.glob("*.parquet")):
             return "parquet"
-        raise DatasetError(f"{path}: folder is neither a Hugging Face dataset (save_to_disk) nor Parquet files")
+        raise DatasetError(
+            f"{path}: folder is neither a Hugging Face dataset (save_to_disk) nor Parquet files"
+        )
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
@@ -35,7 +39,9 @@ def input_kind(path: Path) -> str:
         return "json" if head.startswith(b"[") else "jsonl"
     if suffix in (".parquet", ".pq"):
         return "parquet"
-    raise DatasetError(f"{path}: unknown dataset type {suffix!r} (use .jsonl, .json, .parquet or a datasets folder)")
+    raise DatasetError(
+        f"{path}: unknown dataset type {suffix!r} (use .jsonl, .json, .parquet or a datasets folder)"
+    )
 
 
 def count_rows(path: Path, split: str | None = None) -> int | None:
@@ -51,7 +57,9 @@ def count_rows(path: Path, split: str | None = None) -> int | None:
     return None
 
 
-def read_rows(path: Path, *, split: str | None = None, batch_size: int = 256) -> Iterator[tuple[int, Any]]:
+def read_rows(
+    path: Path, *, split: str | None = None, batch_size: int = 256
+) -> Iterator[tuple[int, Any]]:
     """``(row index, row)`` pairs; JSONL rows are the raw line (``str``)."""
     kind = input_kind(path)
     if kind == "jsonl":
@@ -87,7 +95,9 @@ def _load_hf(path: Path, split: str | None) -> Any:
     try:
         import datasets
     except ImportError:
-        raise DatasetError("reading datasets folders needs: pip install 'chatfmt[datasets]'") from None
+        raise DatasetError(
+            "reading datasets folders needs: pip install 'chatfmt[datasets]'"
+        ) from None
     ds = datasets.load_from_disk(str(path))
     if isinstance(ds, datasets.DatasetDict):
         if split is None:

@@ -54,7 +54,9 @@ def _tools(record: Mapping[str, Any]) -> Any:
         try:
             tools = json.loads(tools)
         except ValueError as exc:
-            raise ValidationError(f"'tools' is a string but not JSON ({exc})", field="tools") from None
+            raise ValidationError(
+                f"'tools' is a string but not JSON ({exc})", field="tools"
+            ) from None
     return tools or None
 
 
@@ -73,19 +75,26 @@ def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
         value = turn.get("value")
         if src == "function_call":
             try:
-                call = json.loads(value) if isinstance(value, str) else value
-                calls = call if isinstance(call, list) else [call]
+                call: Any = json.loads(value) if isinstance(value, str) else value
+                calls: list[Any] = call if isinstance(call, list) else [call]
                 tool_calls = [
-                    {"type": "function", "function": {"name": c["name"], "arguments": c.get("arguments", {})}}
+                    {
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c.get("arguments", {})},
+                    }
                     for c in calls
                 ]
             except (ValueError, KeyError, TypeError):
-                raise ValidationError("function_call value must be JSON {name, arguments}", index=i, field="value") from None
+                raise ValidationError(
+                    "function_call value must be JSON {name, arguments}", index=i, field="value"
+                ) from None
             messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
             continue
         role = SHAREGPT_ROLES.get(src)
         if role is None:
-            raise ValidationError(f"unknown ShareGPT speaker {turn['from']!r}", index=i, field="from")
+            raise ValidationError(
+                f"unknown ShareGPT speaker {turn['from']!r}", index=i, field="from"
+            )
         messages.append({"role": role, "content": value})
     return messages
 
@@ -106,7 +115,11 @@ def record_to_conversation(record: Any) -> dict[str, Any]:
     elif record.get("conversations") is not None:
         messages = sharegpt_to_messages(record["conversations"])
         system = record.get("system")
-        if isinstance(system, str) and system and not (messages and messages[0]["role"] == "system"):
+        if (
+            isinstance(system, str)
+            and system
+            and not (messages and messages[0]["role"] == "system")
+        ):
             messages.insert(0, {"role": "system", "content": system})
     else:
         raise ValidationError("row has neither 'messages' (OpenAI) nor 'conversations' (ShareGPT)")

@@ -1,6 +1,6 @@
-"""GLM families: ChatGLM3, GLM-4 (glm-4-9b-chat) and GLM-4.5/4.6 (native templates).
+"""GLM families: ChatGLM3, GLM-4 (glm-4-9b-chat), GLM-4.5/4.6 and GLM-4.7 (native templates).
 
-All three use role tokens (``<|system|>``, ``<|user|>``, ``<|assistant|>``,
+All of them use role tokens (``<|system|>``, ``<|user|>``, ``<|assistant|>``,
 ``<|observation|>``) and no end-of-turn marker: a reply ends when the model emits
 the next role token (``<|user|>`` or ``<|observation|>``, the stop words). That
 token is marked trained and belongs to the reply, so ``sequence_start=False``
@@ -45,9 +45,14 @@ class _RoleWriter:
         self.reply = None
 
 
-def _jinja_str(text: str | None) -> str:
-    """What Jinja prints for a message content (``None`` prints as ``"None"``)."""
-    return "None" if text is None else text
+def _text(text: str | None) -> str:
+    """Message text; a ``null`` content renders like an absent one (empty).
+
+    The official templates print the string ``"None"`` for an explicit ``null``
+    (a Jinja artifact) and nothing for a missing key; chatfmt cannot tell the two
+    apart after validation and follows the missing-key behaviour.
+    """
+    return "" if text is None else text
 
 
 # --------------------------------------------------------------------------- ChatGLM3
@@ -175,7 +180,7 @@ class ChatGLM3Template(Template):
                 continue
             w.role("observation" if m.role == "tool" else m.role, i)
             b.control(f"\n{sp}", i)
-            b.content(_jinja_str(m.content) if not m.tool_calls else m.text, i)
+            b.content(m.text, i)
         if ctx.add_generation_prompt:
             w.role("assistant", None)
         return b.segments
@@ -186,7 +191,7 @@ class ChatGLM3Template(Template):
         if m.text or not m.tool_calls:
             w.role("assistant", i)
             b.control(f"\n{sp}", i, trained=True)
-            b.content(_jinja_str(m.content), i, trained=True)
+            b.content(_text(m.content), i, trained=True)
             opened = True
         for call in m.tool_calls:
             if opened:
@@ -357,7 +362,7 @@ GLM45_TOOLS_OUTRO = (
 
 def _split_reasoning(m: Message) -> tuple[str, str]:
     """(reasoning, content) of an assistant message, as GLM-4.5's template derives them."""
-    content = _jinja_str(m.content)
+    content = _text(m.content)
     if m.reasoning_content is not None:
         return m.reasoning_content, content
     if "</think>" in content:
@@ -432,7 +437,7 @@ class GLM45Template(Template):
         for m in msgs:
             i = m.index
             if m.role == "user":
-                text = _jinja_str(m.content)
+                text = _text(m.content)
                 w.role("user", i)
                 b.control("\n", i)
                 b.content(text, i)
@@ -441,10 +446,12 @@ class GLM45Template(Template):
             elif m.role == "system":
                 w.role("system", i)
                 b.control("\n", i)
-                b.content(_jinja_str(m.content), i)
+                b.content(_text(m.content), i)
             elif m.role == "tool":
-                if m.content is None:
-                    raise ValidationError("a tool result needs content", index=i, field="content")
+                if m.content is None:  # as the template does for a result without content
+                    w.role("observation", i)
+                    prev_role = m.role
+                    continue
                 if prev_role != "tool":
                     w.role("observation", i)
                 b.control("\n<tool_response>\n", i)
@@ -501,6 +508,121 @@ class GLM45Template(Template):
         w.reply = i
 
 
+# --------------------------------------------------------------------------- GLM-4.7
+GLM47_TOOLS_OUTRO = (
+    "</tools>\n\nFor each function call, output the function name and arguments within the "
+    "following XML format:\n<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key>"
+    "<arg_value>{arg-value-1}</arg_value><arg_key>{arg-key-2}</arg_key>"
+    "<arg_value>{arg-value-2}</arg_value>...</tool_call>"
+)
+
+
+class GLM47Template(Template):
+    """GLM-4.7 / GLM-4.7-Flash: GLM-4.5's format without the newlines.
+
+    Byte-identical to ``GLM-4.7-Flash.jinja``: ``<|role|>`` tokens directly followed
+    by the text, an assistant turn as ``<think>reasoning</think>answer`` (or just
+    ``</think>`` when its reasoning is not kept), calls as
+    ``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``,
+    results as ``<|observation|><tool_response>…</tool_response>`` (consecutive
+    results share one ``<|observation|>``). Reasoning is kept for turns after the
+    last user message, or everywhere with ``clear_thinking=False``. The generation
+    prompt opens ``<think>``; ``enable_thinking=False`` closes it at once (``</think>``).
+    """
+
+    name = "glm4.7"
+    aliases = ("glm-4.7", "glm4.7-flash", "glm-4.7-flash", "glm47")
+    model_ids = ("zai-org/GLM-4.7", "zai-org/GLM-4.7-FP8", "zai-org/GLM-4.7-Flash")
+    model_patterns = (r"^glm-4\.7",)
+    generation_config = GenerationConfig(
+        session_len=131072, stop_words=_GLM_STOPS, top_p=0.95, temperature=1.0
+    )
+    description = (
+        "GLM-4.7: <|role|> tokens without newlines, <think> reasoning (prefilled), "
+        "<tool_call>name<arg_key>…<arg_value>… tool calls."
+    )
+    source = "official Jinja: GLM-4.7-Flash.jinja"
+    supports_tools = True
+    supports_reasoning = True
+    control_tokens = GLM45Template.control_tokens
+    official_templates = ("GLM-4.7-Flash.jinja",)
+    tool_parser = "glm45"
+    reasoning_parser = "think"
+    default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True, "clear_thinking": True}
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        keep_all = not ctx.option("clear_thinking")
+        w = _RoleWriter()
+        b = w.b
+        b.control("[gMASK]<sop>")
+        if conv.tools:
+            b.control(GLM45_TOOLS_INTRO)
+            for tool in conv.tools:
+                b.content(json.dumps(dict(tool.raw), ensure_ascii=False))
+                b.control("\n")
+            b.control(GLM47_TOOLS_OUTRO)
+        msgs = conv.messages
+        last_user = max((m.index for m in msgs if m.role == "user"), default=-1)
+        prev_role = ""
+        for m in msgs:
+            i = m.index
+            if m.role in ("user", "system"):
+                w.role(m.role, i)
+                b.content(_text(m.content), i)
+            elif m.role == "tool":
+                if m.content is None:  # no text: the template writes the role token only
+                    w.role("observation", i)
+                else:
+                    if prev_role != "tool":
+                        w.role("observation", i)
+                    b.control("<tool_response>", i)
+                    b.content(m.content, i)
+                    b.control("</tool_response>", i)
+            else:
+                self._assistant(w, m, keep_all or i > last_user)
+            prev_role = m.role
+        if ctx.add_generation_prompt:
+            w.role("assistant", None)
+            b.control("<think>" if ctx.option("enable_thinking") else "</think>")
+        return b.segments
+
+    @staticmethod
+    def _assistant(w: _RoleWriter, m: Message, keep_reasoning: bool) -> None:
+        b, i = w.b, m.index
+        reasoning, content = _split_reasoning(m)
+        w.role("assistant", i)
+        if keep_reasoning and reasoning:
+            b.control("<think>", i, trained=True)
+            b.content(reasoning.strip(), i, trained=True)
+            b.control("</think>", i, trained=True)
+        else:  # a closed, empty think block the template writes (not model output)
+            b.control("</think>", i)
+        b.content(content.strip(), i, trained=True)
+        for j, call in enumerate(m.tool_calls):
+            if call.is_code:
+                raise UnsupportedFeatureError(
+                    "GLM-4.7 has no code-interpreter calls", index=i, field=f"tool_calls[{j}]"
+                )
+            if not isinstance(call.arguments, Mapping):
+                raise ValidationError(
+                    "GLM-4.7's template needs object arguments",
+                    index=i,
+                    field=f"tool_calls[{j}].function.arguments",
+                )
+            b.control("<tool_call>", i, trained=True)
+            b.content(call.name, i, trained=True)
+            for key, value in call.arguments.items():
+                b.control("<arg_key>", i, trained=True)
+                b.content(str(key), i, trained=True)
+                b.control("</arg_key><arg_value>", i, trained=True)
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+                b.content(text, i, trained=True)
+                b.control("</arg_value>", i, trained=True)
+            b.control("</tool_call>", i, trained=True)
+        w.reply = i
+
+
 CHATGLM3 = register(ChatGLM3Template())
 GLM4 = register(GLM4Template())
 GLM45 = register(GLM45Template())
+GLM47 = register(GLM47Template())

@@ -47,7 +47,13 @@ def tojson(value: Any, where: str = "tools") -> str:
 
 
 def require_text(template: str, m: Message) -> str:
-    """The message content; ``None`` is rejected where the official template concatenates it."""
+    """The message content; ``None`` is rejected where the official template concatenates it.
+
+    Documented workaround: an assistant tool-call message with ``content: null`` (what OpenAI
+    clients send) renders as with ``content: ""`` instead of failing like the official template.
+    """
+    if m.content is None and m.tool_calls:
+        return ""
     if m.content is None:
         raise ValidationError(
             f"template {template!r} needs a string content here (the official template fails on "
@@ -166,6 +172,26 @@ class _QwenToolsBase(Template):
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         b.control(f"{IM_START}assistant\n")
 
+    def _call_turn(self, b: SegmentBuilder, m: Message, content: str) -> None:
+        """Qwen2.5/QwQ: ``<|im_start|>assistant[\\n content]`` then ``\\n<tool_call>…`` per call.
+
+        ``content`` is written only when the message content is non-empty; arguments are
+        always ``tojson`` of the parsed object.
+        """
+        b.control(f"{IM_START}assistant", m.index)
+        first = True  # the first newline is the header's (the generation prompt has it)
+        if m.content:
+            b.control("\n", m.index)
+            b.content(content, m.index, True)
+            first = False
+        for j, call in enumerate(m.tool_calls):
+            call = function_call(self.name, m, call, j)
+            b.control("\n", m.index, trained=not first)
+            first = False
+            hermes_call(b, m.index, call.name, tojson(call.arguments))
+        b.control(IM_END, m.index, True)
+        b.control("\n", m.index)
+
 
 class Qwen25Template(_QwenToolsBase):
     """Qwen2.5 Instruct (and Qwen2.5-Coder/Math Instruct): ChatML with a default system prompt."""
@@ -206,20 +232,8 @@ class Qwen25Template(_QwenToolsBase):
         m = msgs[pos]
         if not m.tool_calls:
             chatml_turn(b, "assistant", require_text(self.name, m), m.index, trained=True)
-            return
-        b.control(f"{IM_START}assistant", m.index)
-        first = True
-        if m.content:
-            b.control("\n", m.index)
-            b.content(m.content, m.index, True)
-            first = False
-        for j, call in enumerate(m.tool_calls):
-            call = function_call(self.name, m, call, j)
-            b.control("\n", m.index, trained=not first)
-            first = False
-            hermes_call(b, m.index, call.name, tojson(call.arguments))
-        b.control(IM_END, m.index, True)
-        b.control("\n", m.index)
+        else:
+            self._call_turn(b, m, m.content or "")
 
 
 class Qwen3Template(_QwenToolsBase):
@@ -317,12 +331,14 @@ class QwQTemplate(_QwenToolsBase):
         "thinking stripped from earlier replies, Hermes-style tools."
     )
     source = "official Jinja: Qwen-QwQ-32B.jinja"
-    official_templates = ("Qwen-QwQ-32B.jinja",)
+    #: The reference file (llama.cpp's copy, kept in data/) closes the block when
+    #: ``enable_thinking`` is undefined; the Hugging Face original has no option and always
+    #: leaves ``<think>`` open, so the default here is True (``enable_thinking=False`` gives the
+    #: closed form). Because their defaults differ, the llama.cpp file is deliberately not listed
+    #: in ``official_templates``: loading it gives a Jinja-backed template that renders it exactly.
+    official_templates = ()
     supports_reasoning = True
     reasoning_parser = "think"
-    #: The reference file (llama.cpp's copy) closes the block when enable_thinking is falsy;
-    #: the Hugging Face original has no option and always leaves ``<think>`` open, so the
-    #: default here is True (pass ``enable_thinking=False`` for the closed form).
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=131072,
@@ -345,20 +361,8 @@ class QwQTemplate(_QwenToolsBase):
         content = text if last else text.split("</think>")[-1].lstrip("\n")
         if not m.tool_calls:
             chatml_turn(b, "assistant", content, m.index, trained=True)
-            return
-        b.control(f"{IM_START}assistant", m.index)
-        first = True
-        if m.content:
-            b.control("\n", m.index)
-            b.content(content, m.index, True)
-            first = False
-        for j, call in enumerate(m.tool_calls):
-            call = function_call(self.name, m, call, j)
-            b.control("\n", m.index, trained=not first)
-            first = False
-            hermes_call(b, m.index, call.name, tojson(call.arguments))
-        b.control(IM_END, m.index, True)
-        b.control("\n", m.index)
+        else:
+            self._call_turn(b, m, content)
 
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         b.control(f"{IM_START}assistant\n<think>\n")

@@ -8,7 +8,15 @@ Importing this package registers its loaders with the registry, so
 from __future__ import annotations
 
 from ..registry import REGISTRY
-from .loaders import JinjaSource, detect, from_source, jinja_template, load_path, load_source, read_path
+from .loaders import (
+    JinjaSource,
+    detect,
+    from_source,
+    jinja_template,
+    load_path,
+    load_source,
+    read_path,
+)
 from .recognize import Recognition, recognize
 from .template import MERGE_SYSTEM, JinjaTemplate, SegmentTraceWarning
 

@@ -67,7 +67,9 @@ class RenderState:
     rendered: list[str] = field(default_factory=list)
 
 
-_STATE: contextvars.ContextVar[RenderState | None] = contextvars.ContextVar("chatfmt_jinja_state", default=None)
+_STATE: contextvars.ContextVar[RenderState | None] = contextvars.ContextVar(
+    "chatfmt_jinja_state", default=None
+)
 
 
 def _state() -> RenderState | None:
@@ -180,7 +182,7 @@ class _DictFactory:
 class _Namespace(jinja2.utils.Namespace):
     """``namespace(...)`` that refuses underscore names (no route to Python internals)."""
 
-    def __init__(*args: Any, **kwargs: Any) -> None:  # noqa: N805 - same trick as Jinja's Namespace
+    def __init__(*args: Any, **kwargs: Any) -> None:
         self, rest = args[0], args[1:]
         attrs = dict(*rest, **kwargs)
         for name in attrs:
@@ -194,18 +196,22 @@ class _Namespace(jinja2.utils.Namespace):
     @staticmethod
     def _check(name: Any) -> None:
         if isinstance(name, str) and name.startswith("_"):
-            raise jinja2.exceptions.SecurityError(f"namespace attribute {name!r} is not allowed (underscore)")
+            raise jinja2.exceptions.SecurityError(
+                f"namespace attribute {name!r} is not allowed (underscore)"
+            )
 
 
 class GenerationExtension(jinja2.ext.Extension):
     """``{% generation %}…{% endgeneration %}``: marks text the model generates (trained spans)."""
 
-    tags = {"generation"}
+    tags = {"generation"}  # noqa: RUF012 - Jinja reads this class attribute
 
     def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
         lineno = next(parser.stream).lineno
         body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
-        return jinja2.nodes.CallBlock(self.call_method("_generation", []), [], [], body).set_lineno(lineno)
+        return jinja2.nodes.CallBlock(self.call_method("_generation", []), [], [], body).set_lineno(
+            lineno
+        )
 
     def _generation(self, caller: Callable[[], str]) -> str:
         text = caller()
@@ -248,7 +254,9 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
             return True
         state = _state()
         # Containers made by the template may change; the caller's data may not.
-        return state is not None and id(obj) not in state.input_ids and type(obj) in (list, dict, set)
+        return (
+            state is not None and id(obj) not in state.input_ids and type(obj) in (list, dict, set)
+        )
 
 
 def _make_env(lenient: bool) -> ChatSandbox:
@@ -305,8 +313,9 @@ def render_error(exc: BaseException, messages: tuple[Any, ...]) -> TemplateRende
         tb = tb.tb_next
     index = message_index_from_frames(frames[::-1], messages)
     if isinstance(exc, jinja2.exceptions.SecurityError):
-        return TemplateRenderError(f"the template did something the sandbox forbids: {exc}", index=index)
+        return TemplateRenderError(
+            f"the template did something the sandbox forbids: {exc}", index=index
+        )
     if isinstance(exc, jinja2.TemplateError):
         return TemplateRenderError(f"template error: {exc}", index=index)
     return TemplateRenderError(f"template failed ({type(exc).__name__}: {exc})", index=index)
-

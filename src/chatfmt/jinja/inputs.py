@@ -90,15 +90,23 @@ class Prepared:
 
 def _raw_message(obj: Any, index: int) -> dict[str, Any]:
     if isinstance(obj, Message):
-        return plain(obj.to_openai())  # type: ignore[no-any-return]
-    if isinstance(obj, Mapping) or dataclasses.is_dataclass(obj) or callable(getattr(obj, "model_dump", None)):
+        return plain(obj.to_openai())
+    if (
+        isinstance(obj, Mapping)
+        or dataclasses.is_dataclass(obj)
+        or callable(getattr(obj, "model_dump", None))
+    ):
         out = plain(obj)
         if isinstance(out, dict):
             return out
-    raise ValidationError(f"expected a message object (dict with 'role'), got {type(obj).__name__}", index=index)
+    raise ValidationError(
+        f"expected a message object (dict with 'role'), got {type(obj).__name__}", index=index
+    )
 
 
-def prepare(messages: Any, tools: Sequence[Any] | None, *, require_tool_calls: bool = True) -> Prepared:
+def prepare(
+    messages: Any, tools: Sequence[Any] | None, *, require_tool_calls: bool = True
+) -> Prepared:
     """Validate like :func:`validate_conversation`, but keep custom roles and the raw shape."""
     if isinstance(messages, str):
         messages = [{"role": "user", "content": messages}]
@@ -115,13 +123,16 @@ def prepare(messages: Any, tools: Sequence[Any] | None, *, require_tool_calls: b
     for i, m in enumerate(raw):
         role = m.get("role")
         if isinstance(role, str) and role and role not in ROLE_ALIASES:
-            custom[i] = role  # a template-specific role (e.g. 'tool_response'); the template decides
+            custom[i] = (
+                role  # a template-specific role (e.g. 'tool_response'); the template decides
+            )
             m = {**m, "role": "user"}
         checked.append(m)
     conv = validate_conversation(checked, tools, require_tool_calls=require_tool_calls)
     if custom:
         msgs = tuple(
-            dataclasses.replace(m, source_role=custom[m.index]) if m.index in custom else m for m in conv.messages
+            dataclasses.replace(m, source_role=custom[m.index]) if m.index in custom else m
+            for m in conv.messages
         )
         conv = Conversation(msgs, conv.tools)
     raw_tools = plain(list(tools)) if tools is not None else None
@@ -211,7 +222,8 @@ def _mark_tool(table: SentinelTable | None, tool: dict[str, Any]) -> dict[str, A
 def _mark_descriptions(table: SentinelTable, value: Any) -> Any:
     if isinstance(value, dict):
         return {
-            k: _text(table, None, v, core=False) if k == "description" and isinstance(v, str)
+            k: _text(table, None, v, core=False)
+            if k == "description" and isinstance(v, str)
             else _mark_descriptions(table, v)
             for k, v in value.items()
         }
@@ -220,7 +232,9 @@ def _mark_descriptions(table: SentinelTable, value: Any) -> Any:
     return value
 
 
-def _merge_system(items: list[tuple[int, dict[str, Any]]], joiner: Any) -> list[tuple[int, dict[str, Any]]]:
+def _merge_system(
+    items: list[tuple[int, dict[str, Any]]], joiner: Any
+) -> list[tuple[int, dict[str, Any]]]:
     """Fold system messages into the next user message (llama.cpp's workaround for such templates)."""
     out: list[tuple[int, dict[str, Any]]] = []
     pending: list[Any] = []
@@ -249,7 +263,13 @@ def _merge_system(items: list[tuple[int, dict[str, Any]]], joiner: Any) -> list[
     return out
 
 
-def build_view(prep: Prepared, dialect: Dialect, *, merge_system: bool = False, table: SentinelTable | None = None) -> View:
+def build_view(
+    prep: Prepared,
+    dialect: Dialect,
+    *,
+    merge_system: bool = False,
+    table: SentinelTable | None = None,
+) -> View:
     """The messages and tools one render gets (fresh copies; sentinel-marked when ``table`` is given)."""
     items: list[tuple[int, dict[str, Any]]] = []
     for msg, raw in zip(prep.conv.messages, prep.raw):
@@ -261,7 +281,8 @@ def build_view(prep: Prepared, dialect: Dialect, *, merge_system: bool = False, 
         elif isinstance(content, list):
             m["content"] = [
                 {**p, "text": _text(table, i, p["text"], core=True)}
-                if isinstance(p, dict) and isinstance(p.get("text"), str) else p
+                if isinstance(p, dict) and isinstance(p.get("text"), str)
+                else p
                 for p in content
             ]
         if "name" in m:
@@ -297,7 +318,11 @@ def build_view(prep: Prepared, dialect: Dialect, *, merge_system: bool = False, 
             return "\n".join(p if isinstance(p, str) else "" for p in parts)
 
         items = _merge_system(items, joiner)
-    tools = [_mark_tool(table, copy.deepcopy(t)) for t in prep.tools] if prep.tools is not None else None
+    tools = (
+        [_mark_tool(table, copy.deepcopy(t)) for t in prep.tools]
+        if prep.tools is not None
+        else None
+    )
     messages = [m for _, m in items]
     origin = [i for i, _ in items]
     ids: dict[int, int | None] = {id(messages): None}

@@ -35,7 +35,9 @@ def jinja_template(src: JinjaSource) -> JinjaTemplate:
     key = json.dumps([source_hash(src.source), sorted(src.variables.items())], default=str)
     tpl = _TEMPLATES.get(key)
     if tpl is None:
-        tpl = _TEMPLATES[key] = JinjaTemplate(src.source, variables=src.variables, origin=src.origin)
+        tpl = _TEMPLATES[key] = JinjaTemplate(
+            src.source, variables=src.variables, origin=src.origin
+        )
     return tpl
 
 
@@ -68,7 +70,9 @@ def _pick(chat_template: Any, where: str) -> str:
         return chat_template
     if isinstance(chat_template, list):
         named = {t.get("name"): t.get("template") for t in chat_template if isinstance(t, Mapping)}
-        chosen = named.get("default") or next((v for v in named.values() if isinstance(v, str)), None)
+        chosen = named.get("default") or next(
+            (v for v in named.values() if isinstance(v, str)), None
+        )
         if isinstance(chosen, str):
             return chosen
     raise TemplateError(f"{where}: no usable chat_template")
@@ -94,7 +98,9 @@ def read_tokenizer_config(path: Path) -> JinjaSource:
             if side.is_file():
                 return read_model_dir(path.parent)
         raise TemplateError(f"{path}: no chat_template in this tokenizer config")
-    return JinjaSource(_pick(config["chat_template"], str(path)), _special_tokens(config), str(path))
+    return JinjaSource(
+        _pick(config["chat_template"], str(path)), _special_tokens(config), str(path)
+    )
 
 
 def read_model_dir(path: Path) -> JinjaSource:
@@ -125,20 +131,25 @@ def read_gguf(path: Path) -> JinjaSource:
         raise TemplateError("reading GGUF files needs the 'gguf' package") from None
     try:
         reader = GGUFReader(str(path))
-    except Exception as exc:  # noqa: BLE001 - malformed files raise many kinds of errors
+    except Exception as exc:
         raise TemplateError(f"{path}: not a readable GGUF file ({exc})") from None
     source = _gguf_string(reader, "tokenizer.chat_template")
     if source is None:
         raise TemplateError(f"{path}: this GGUF file has no tokenizer.chat_template")
     tokens: dict[str, Any] = {}
     vocab = reader.fields.get("tokenizer.ggml.tokens")
-    for name, key in (("bos_token", "tokenizer.ggml.bos_token_id"), ("eos_token", "tokenizer.ggml.eos_token_id")):
+    for name, key in (
+        ("bos_token", "tokenizer.ggml.bos_token_id"),
+        ("eos_token", "tokenizer.ggml.eos_token_id"),
+    ):
         field_ = reader.fields.get(key)
         if field_ is None or vocab is None:
             continue
         token_id = int(field_.parts[field_.data[0]][0])
         if 0 <= token_id < len(vocab.data):
-            tokens[name] = bytes(vocab.parts[vocab.data[token_id]]).decode("utf-8", errors="replace")
+            tokens[name] = bytes(vocab.parts[vocab.data[token_id]]).decode(
+                "utf-8", errors="replace"
+            )
     return JinjaSource(source, tokens, str(path))
 
 
@@ -156,7 +167,9 @@ def read_path(path: Path) -> JinjaSource | None:
         if not any((path / n).is_file() for n in names):
             return None
         cfg = path / "tokenizer_config.json"
-        if not any((path / n).is_file() for n in names[:2]) and "chat_template" not in _read_json(cfg):
+        if not any((path / n).is_file() for n in names[:2]) and "chat_template" not in _read_json(
+            cfg
+        ):
             return None
         return read_model_dir(path)
     if not path.is_file():

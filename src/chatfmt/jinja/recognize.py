@@ -71,7 +71,10 @@ PROBES: tuple[Probe, ...] = (
             _m("user", "What is 2+2?"),
         )
     ),
-    Probe((_m("user", "Hi there"), _m("assistant", "Hello! How can I help?")), add_generation_prompt=False),
+    Probe(
+        (_m("user", "Hi there"), _m("assistant", "Hello! How can I help?")),
+        add_generation_prompt=False,
+    ),
     Probe(
         (
             _m("user", "  padded question \n"),
@@ -89,8 +92,11 @@ PROBES: tuple[Probe, ...] = (
                 "assistant",
                 None,
                 tool_calls=[
-                    {"id": "call_1", "type": "function",
-                     "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                    }
                 ],
             ),
             _m("tool", "22 degrees", tool_call_id="call_1"),
@@ -149,7 +155,9 @@ _INDEXED: set[tuple[str, str]] = set()
 def official_source(filename: str) -> str | None:
     """The text of an official template file shipped in ``chatfmt/data/templates``."""
     try:
-        return (resources.files("chatfmt") / "data" / "templates" / filename).read_text(encoding="utf-8")
+        return (resources.files("chatfmt") / "data" / "templates" / filename).read_text(
+            encoding="utf-8"
+        )
     except (FileNotFoundError, OSError, ModuleNotFoundError):
         return None
 
@@ -170,10 +178,15 @@ def fingerprint_index() -> dict[str, Template]:
 
 
 # --------------------------------------------------------------------------- probing
-def _outcome(render: Any) -> str | None:
+def _outcome(template: Template, probe: Probe) -> str | None:
+    """The probe rendered by ``template`` (``None`` if the template rejects it)."""
+    msgs = [dict(m) for m in probe.messages]
+    tools = [dict(t) for t in probe.tools] if probe.tools else None
     try:
-        return str(render())
-    except Exception:  # noqa: BLE001 - a rejection is an outcome too
+        return template.render(
+            msgs, tools=tools, add_generation_prompt=probe.add_generation_prompt, now=_NOW
+        )
+    except Exception:
         return None
 
 
@@ -194,24 +207,29 @@ def _pattern(text: str, unknown: Mapping[str, str]) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL)
 
 
-def _matches(native: Template, jinja: JinjaTemplate, unknown: Mapping[str, str], cache: dict[int, str | None]) -> dict[str, str] | None:
-    """Token assignment under which ``native`` and ``jinja`` agree on every probe (None if they differ)."""
+def _matches(
+    native: Template,
+    jinja: JinjaTemplate,
+    unknown: Mapping[str, str],
+    cache: dict[int, str | None],
+    basic: bool = False,
+) -> dict[str, str] | None:
+    """Token assignment under which ``native`` and ``jinja`` agree on every probe (None if they differ).
+
+    ``basic`` uses only the probes without tools and reasoning.
+    """
     tokens: dict[str, str] = {}
     for k, probe in enumerate(PROBES):
+        if basic and probe.needs:
+            continue
         if probe.needs == "tools" and not native.supports_tools:
             continue
         if probe.needs == "reasoning" and not native.supports_reasoning:
             continue
-        msgs = [dict(m) for m in probe.messages]
-        tools = [dict(t) for t in probe.tools] if probe.tools else None
         if k not in cache:
-            cache[k] = _outcome(
-                lambda: jinja.render(msgs, tools=tools, add_generation_prompt=probe.add_generation_prompt, now=_NOW)
-            )
+            cache[k] = _outcome(jinja, probe)
         got = cache[k]
-        want = _outcome(
-            lambda: native.render(msgs, tools=tools, add_generation_prompt=probe.add_generation_prompt, now=_NOW)
-        )
+        want = _outcome(native, probe)
         if got is None or want is None:
             if got is None and want is None:
                 continue
@@ -235,7 +253,9 @@ def _plausible(text: str, unknown: Mapping[str, str], probe: Probe) -> bool:
     if bos and bos in text[1:]:
         return False
     if eos and eos in text:
-        replies = [m["content"] for m in probe.messages if m["role"] == "assistant" and m.get("content")]
+        replies = [
+            m["content"] for m in probe.messages if m["role"] == "assistant" and m.get("content")
+        ]
         ends = {v for r in replies for v in (r, r.strip(), r.rstrip())}
         at = text.find(eos)
         while at != -1:
@@ -247,7 +267,8 @@ def _plausible(text: str, unknown: Mapping[str, str], probe: Probe) -> bool:
 
 def _candidates() -> list[Template]:
     return [
-        t for t in REGISTRY
+        t
+        for t in REGISTRY
         if not isinstance(t, JinjaTemplate) and t.generation_config.capability == "chat"
     ]
 
@@ -255,7 +276,9 @@ def _candidates() -> list[Template]:
 def recognize(source: str, variables: Mapping[str, Any] | None = None) -> Recognition:
     """Recognize ``source`` (with its tokenizer-config ``variables``, if known) as a native template."""
     variables = dict(variables or {})
-    key = json.dumps([fingerprint(source), sorted(variables.items()), len(REGISTRY.names())], default=str)
+    key = json.dumps(
+        [fingerprint(source), sorted(variables.items()), len(REGISTRY.names())], default=str
+    )
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
@@ -274,7 +297,10 @@ def _recognize(source: str, variables: dict[str, Any]) -> Recognition:
     native = fingerprint_index().get(fingerprint(source))
     cache: dict[int, str | None] = {}
     if native is not None:
+        # A native template may render more than its official file (e.g. tools); the file still names it.
         tokens = _matches(native, jinja, unknown, cache)
+        if tokens is None:
+            tokens = _matches(native, jinja, unknown, cache, basic=True)
         if tokens is not None or not known:
             return Recognition(native, "fingerprint", (native.name,), tokens or None)
     found: list[tuple[Template, dict[str, str]]] = []

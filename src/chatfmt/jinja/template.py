@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
 import warnings
 from collections.abc import Mapping, Sequence
@@ -44,7 +43,13 @@ MERGE_SYSTEM = "merge_system_into_first_user"
 RESERVED = frozenset({"messages", "tools", "documents", "add_generation_prompt"})
 #: Tokenizer special-token names passed to templates (as transformers does).
 SPECIAL_TOKEN_NAMES = (
-    "bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token",
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
     "additional_special_tokens",
 )
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
@@ -52,6 +57,10 @@ _TOKEN_LIKE = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 _LITERAL_TOKENS = re.compile(r"<\|[^<>|\s]{1,40}\|>|<｜[^<>｜]{1,40}｜>|\[/?[A-Z][A-Z_]{1,30}\]")
 _SENTINEL_RE = re.compile(f"{S_OPEN}(\\d+){S_CLOSE}")
 _PROBE_NOW = _dt.datetime(2024, 7, 26, 12, 0, 0)
+
+
+#: Probed turn structure, shared by all instances (key: source hash, variables, options).
+_TURN_INFO: dict[str, TurnInfo] = {}
 
 
 class SegmentTraceWarning(UserWarning):
@@ -74,7 +83,9 @@ def _as_datetime(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime:
         try:
             return _dt.datetime.fromisoformat(now)
         except ValueError:
-            raise ValidationError(f"now must be an ISO date or datetime, got {now!r}", field="now") from None
+            raise ValidationError(
+                f"now must be an ISO date or datetime, got {now!r}", field="now"
+            ) from None
     raise ValidationError(f"now must be a date, got {type(now).__name__}", field="now")
 
 
@@ -112,7 +123,9 @@ class JinjaTemplate(Template):
         self.jinja_source = source
         self.sha256 = source_hash(source)
         self._compiled = env.compile_template(source)
-        self.variables: dict[str, Any] = {k: plain(_token_text(v)) for k, v in (variables or {}).items()}
+        self.variables: dict[str, Any] = {
+            k: plain(_token_text(v)) for k, v in (variables or {}).items()
+        }
         self.origin = origin or "Jinja source"
         self.name = name or f"jinja-{self.sha256[:12]}"
         self.description = f"Jinja chat template ({self.origin})"
@@ -120,7 +133,6 @@ class JinjaTemplate(Template):
         self.supports_tools = "tools" in source
         self.supports_reasoning = "reasoning_content" in source or "<think>" in source
         self.uses_generation_tag = bool(_GENERATION_TAG.search(source))
-        self._turn_info: dict[str, TurnInfo] = {}
 
     # ------------------------------------------------------------------ metadata
     @cached_property
@@ -141,7 +153,9 @@ class JinjaTemplate(Template):
     def generation_config(self) -> GenerationConfig:  # type: ignore[override]
         """Stop words: the end-of-turn marker found by probing, and the EOS token."""
         stops = list(self.turn_info({}).end_of_turn)
-        return GenerationConfig(stop_words=tuple(dict.fromkeys(s.strip() for s in stops if s.strip())))
+        return GenerationConfig(
+            stop_words=tuple(dict.fromkeys(s.strip() for s in stops if s.strip()))
+        )
 
     @cached_property
     def supports_system_role(self) -> bool:
@@ -149,10 +163,15 @@ class JinjaTemplate(Template):
         needle = "chatfmt system needle"
         try:
             out = self._render_plain(
-                prepare([{"role": "system", "content": needle}, {"role": "user", "content": "hi"}], None),
-                {}, True, _PROBE_NOW, False,
+                prepare(
+                    [{"role": "system", "content": needle}, {"role": "user", "content": "hi"}], None
+                ),
+                {},
+                True,
+                _PROBE_NOW,
+                False,
             )[0]
-        except Exception:  # noqa: BLE001 - any failure means "not supported"
+        except Exception:
             return False
         return needle in out
 
@@ -160,7 +179,9 @@ class JinjaTemplate(Template):
         """Any template variable is accepted, except the ones chatfmt passes itself."""
         clash = RESERVED & set(options)
         if clash:
-            raise TemplateError(f"option(s) {', '.join(sorted(clash))} are set by chatfmt and cannot be overridden")
+            raise TemplateError(
+                f"option(s) {', '.join(sorted(clash))} are set by chatfmt and cannot be overridden"
+            )
 
     def info(self) -> dict[str, Any]:
         out = super().info()
@@ -189,11 +210,15 @@ class JinjaTemplate(Template):
         when = _as_datetime(now)
         prep = prepare(messages, tools, require_tool_calls=sequence_start)
         if not sequence_start:
-            return self._follow_up(prep, opts, add_generation_prompt, when, merge, continue_final_message)
+            return self._follow_up(
+                prep, opts, add_generation_prompt, when, merge, continue_final_message
+            )
         segs = self._trace(prep, opts, add_generation_prompt, when, merge)
         if continue_final_message:
             if not prep.conv.messages:
-                raise ValidationError("continue_final_message needs at least one message", field="messages")
+                raise ValidationError(
+                    "continue_final_message needs at least one message", field="messages"
+                )
             segs = truncate_after_content(segs, len(prep.conv.messages) - 1)
         return segs
 
@@ -212,9 +237,13 @@ class JinjaTemplate(Template):
         if continue_final_message or not sequence_start:
             return join(
                 self.segments(
-                    messages, tools=tools, add_generation_prompt=add_generation_prompt,
-                    continue_final_message=continue_final_message, sequence_start=sequence_start,
-                    now=now, **options,
+                    messages,
+                    tools=tools,
+                    add_generation_prompt=add_generation_prompt,
+                    continue_final_message=continue_final_message,
+                    sequence_start=sequence_start,
+                    now=now,
+                    **options,
                 )
             )
         self.check_options(options)
@@ -226,10 +255,14 @@ class JinjaTemplate(Template):
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         opts = dict(ctx.options)
         merge = bool(opts.pop(MERGE_SYSTEM, False))
-        return self._trace(prepare(conv, None), opts, ctx.add_generation_prompt, _as_datetime(ctx.now), merge)
+        return self._trace(
+            prepare(conv, None), opts, ctx.add_generation_prompt, _as_datetime(ctx.now), merge
+        )
 
     # ------------------------------------------------------------------ rendering
-    def _variables(self, opts: Mapping[str, Any], view: View, add_gen: bool, dialect: Dialect) -> dict[str, Any]:
+    def _variables(
+        self, opts: Mapping[str, Any], view: View, add_gen: bool, dialect: Dialect
+    ) -> dict[str, Any]:
         out = {**self.variables, **plain(dict(opts))}
         out.update(messages=view.messages, documents=None, add_generation_prompt=add_gen)
         if view.tools is not None or not dialect.tools_undefined:
@@ -245,7 +278,9 @@ class JinjaTemplate(Template):
         dialect: Dialect,
         hook: Any = None,
     ) -> tuple[str, env.RenderState]:
-        compiled = env.compile_template(self.jinja_source, True) if dialect.lenient else self._compiled
+        compiled = (
+            env.compile_template(self.jinja_source, True) if dialect.lenient else self._compiled
+        )
         state = env.RenderState(
             now=when,
             input_ids=view.input_ids,
@@ -256,7 +291,12 @@ class JinjaTemplate(Template):
         return env.run(compiled, state, self._variables(opts, view, add_gen, dialect)), state
 
     def _render_plain(
-        self, prep: Prepared, opts: Mapping[str, Any], add_gen: bool, when: _dt.datetime, merge: bool
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
     ) -> tuple[str, Dialect]:
         """The real output, trying :data:`DIALECTS` in order; the first that renders wins."""
         first: TemplateRenderError | None = None
@@ -268,7 +308,7 @@ class JinjaTemplate(Template):
                 raise self._error(exc, view) from None
             except (ValidationError, TemplateError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - the template is untrusted code
+            except Exception as exc:
                 if first is None:
                     first = self._error(exc, view)
         assert first is not None
@@ -285,12 +325,19 @@ class JinjaTemplate(Template):
 
     # ------------------------------------------------------------------ tracing
     def _trace(
-        self, prep: Prepared, opts: Mapping[str, Any], add_gen: bool, when: _dt.datetime, merge: bool
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
     ) -> list[Segment]:
         real, dialect = self._render_plain(prep, opts, add_gen, when, merge)
         info = self.turn_info(opts, merge)
         assistant = {m.index for m in prep.conv.messages if m.role == "assistant"}
-        clean = not any(ch in MARKER_CHARS for ch in json.dumps([prep.raw, prep.tools], ensure_ascii=False))
+        clean = not any(
+            ch in MARKER_CHARS for ch in json.dumps([prep.raw, prep.tools], ensure_ascii=False)
+        )
         reason = "its data contains chatfmt's private marker characters"
         if clean:
             for level, whole_json in ((0, True), (0, False), (1, True), (1, False)):
@@ -301,9 +348,13 @@ class JinjaTemplate(Template):
                 except TraceError as exc:
                     reason = str(exc)
                     continue
-                return build_segments(real, spans, gens if self.uses_generation_tag else None, assistant, info)
+                return build_segments(
+                    real, spans, gens if self.uses_generation_tag else None, assistant, info
+                )
         values = [
-            (m.index, m.content) for m in prep.conv.messages if isinstance(m.content, str) and m.content.strip()
+            (m.index, m.content)
+            for m in prep.conv.messages
+            if isinstance(m.content, str) and m.content.strip()
         ]
         try:
             spans = search_spans(real, values)
@@ -351,7 +402,9 @@ class JinjaTemplate(Template):
                     value,
                 )
             if isinstance(value, Mapping):
-                return {in_json(k, ensure_ascii): in_json(v, ensure_ascii) for k, v in value.items()}
+                return {
+                    in_json(k, ensure_ascii): in_json(v, ensure_ascii) for k, v in value.items()
+                }
             if isinstance(value, (list, tuple)):
                 return [in_json(v, ensure_ascii) for v in value]
             return value
@@ -363,22 +416,29 @@ class JinjaTemplate(Template):
             if not whole_json:
                 return env.dump_json(in_json(value, bool(args[0])), *args)
             ints = {o for o in owners if o is not None}
-            return region(env.dump_json(_substitute(value, table), *args), next(iter(ints)) if len(ints) == 1 else None)
+            return region(
+                env.dump_json(_substitute(value, table), *args),
+                next(iter(ints)) if len(ints) == 1 else None,
+            )
 
         try:
             sentinel_text, _ = self._run(view, opts, add_gen, when, dialect, hook)
-        except Exception as exc:  # noqa: BLE001 - the sentinel data took another path
-            raise TraceError(f"the template fails on traced values ({type(exc).__name__})") from None
+        except Exception as exc:
+            raise TraceError(
+                f"the template fails on traced values ({type(exc).__name__})"
+            ) from None
         fields = [Slot(v, o) for v, o in zip(table.values, table.owners)]
         items = tokenize(sentinel_text, fields, regions)
         return align(items, real)
 
     def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
         """Generation prompt and end-of-turn marker(s) of assistant turns (probed once per options)."""
-        key = json.dumps([sorted(opts.items()), merge], default=str)
-        info = self._turn_info.get(key)
+        key = json.dumps(
+            [self.sha256, sorted(self.variables.items()), sorted(opts.items()), merge], default=str
+        )
+        info = _TURN_INFO.get(key)
         if info is None:
-            info = self._turn_info[key] = self._probe_turns(opts, merge)
+            info = _TURN_INFO[key] = self._probe_turns(opts, merge)
         return info
 
     def _probe_turns(self, opts: Mapping[str, Any], merge: bool) -> TurnInfo:
@@ -387,8 +447,10 @@ class JinjaTemplate(Template):
         def out(msgs: list[dict[str, str]], gen: bool) -> str | None:
             for head in ([], [{"role": "system", "content": "Chatfmt probe system"}]):
                 try:
-                    return self._render_plain(prepare([*head, *msgs], None), opts, gen, _PROBE_NOW, merge)[0]
-                except Exception:  # noqa: BLE001, S112 - probes may be rejected; try the next shape
+                    return self._render_plain(
+                        prepare([*head, *msgs], None), opts, gen, _PROBE_NOW, merge
+                    )[0]
+                except Exception:
                     continue
             return None
 
@@ -399,12 +461,14 @@ class JinjaTemplate(Template):
             gp = with_gp[len(without) :]
         eots: list[str] = []
         tail_out = out([*user, {"role": "assistant", "content": a}], False)
-        mid_out = out([*user, {"role": "assistant", "content": a}, {"role": "user", "content": u2}], False)
+        mid_out = out(
+            [*user, {"role": "assistant", "content": a}, {"role": "user", "content": u2}], False
+        )
         if tail_out and mid_out and a in tail_out and a in mid_out and u2 in mid_out:
             tail = tail_out[tail_out.rindex(a) + len(a) :]
             mid_start = mid_out.rindex(a) + len(a)
             mid = mid_out[mid_start : mid_out.index(u2, mid_start)]
-            common = os.path.commonprefix([tail, mid])
+            common = _common_prefix(tail, mid)
             eot = _first_marker(common)
             if eot:
                 eots.append(eot)
@@ -414,7 +478,13 @@ class JinjaTemplate(Template):
         return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots))
 
     def _follow_up(
-        self, prep: Prepared, opts: Mapping[str, Any], add_gen: bool, when: _dt.datetime, merge: bool, cont: bool
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
+        cont: bool,
     ) -> list[Segment]:
         if not prep.conv.messages:
             return []
@@ -430,11 +500,21 @@ class JinjaTemplate(Template):
                 "sequence_start=False is not available for it"
             )
         out = [
-            Segment(s.text, s.kind, None if s.message is None else s.message - 2, s.trained) for s in segs[end + 1 :]
+            Segment(s.text, s.kind, None if s.message is None else s.message - 2, s.trained)
+            for s in segs[end + 1 :]
         ]
         if cont:
             out = truncate_after_content(out, len(prep.conv.messages) - 1)
         return out
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return a[:n]
 
 
 def _first_marker(common: str) -> str:
@@ -471,7 +551,11 @@ def _find_traced(value: Any, table: SentinelTable, owners: set[int | None]) -> b
 def _substitute(value: Any, table: SentinelTable) -> Any:
     """The real value behind a sentinel-marked one."""
     if isinstance(value, str):
-        return _SENTINEL_RE.sub(lambda m: table.values[int(m.group(1))], value) if S_OPEN in value else value
+        return (
+            _SENTINEL_RE.sub(lambda m: table.values[int(m.group(1))], value)
+            if S_OPEN in value
+            else value
+        )
     if isinstance(value, Mapping):
         return {_substitute(k, table): _substitute(v, table) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -11,6 +11,7 @@ text). Anything else is a failure, never a guess.
 
 from __future__ import annotations
 
+import itertools
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -18,13 +19,11 @@ from dataclasses import dataclass
 
 import markupsafe
 
-from ..segments import Kind, Segment, SegmentBuilder
+from ..segments import Segment, SegmentBuilder
 from .environment import GEN_CLOSE, GEN_OPEN
 from .inputs import R_CLOSE, R_OPEN, S_CLOSE, S_OPEN
 
-_TOKEN = re.compile(
-    f"{S_OPEN}(\\d+){S_CLOSE}|{R_OPEN}(\\d+){R_CLOSE}|{GEN_OPEN}|{GEN_CLOSE}"
-)
+_TOKEN = re.compile(f"{S_OPEN}(\\d+){S_CLOSE}|{R_OPEN}(\\d+){R_CLOSE}|{GEN_OPEN}|{GEN_CLOSE}")
 _STRAY = re.compile(f"[{S_OPEN}{S_CLOSE}{R_OPEN}{R_CLOSE}{GEN_OPEN}{GEN_CLOSE}]")
 
 
@@ -50,7 +49,9 @@ class TraceError(Exception):
     """The sentinel render does not map onto the real one."""
 
 
-def tokenize(sentinel_text: str, fields: Sequence[Slot], regions: Sequence[Slot]) -> list[str | Slot | bool]:
+def tokenize(
+    sentinel_text: str, fields: Sequence[Slot], regions: Sequence[Slot]
+) -> list[str | Slot | bool]:
     """Split a sentinel render into template text (str), slots and generation marks (True/False)."""
     items: list[str | Slot | bool] = []
     pos = 0
@@ -81,7 +82,9 @@ def _candidates(slot: Slot, real: str, pos: int, anchor: str | None) -> list[int
     v = slot.text
     ends: list[int] = []
     escaped = str(markupsafe.escape(v))
-    variants = [v, escaped] if slot.exact_only else [v, v.strip(), v.rstrip(), v.lstrip(), escaped, ""]
+    variants = (
+        [v, escaped] if slot.exact_only else [v, v.strip(), v.rstrip(), v.lstrip(), escaped, ""]
+    )
     for c in variants:
         if real.startswith(c, pos) and pos + len(c) not in ends:
             ends.append(pos + len(c))
@@ -226,12 +229,20 @@ def build_segments(
         cuts.append((boundary, nxt[0] if nxt else None))
     if gens is not None:
         trained = list(gens)
-    points = sorted({0, len(real), *(c for c, _ in cuts), *(t for pair in trained for t in pair),
-                     *(s.start for s in spans), *(s.end for s in spans)})
+    points = sorted(
+        {
+            0,
+            len(real),
+            *(c for c, _ in cuts),
+            *(t for pair in trained for t in pair),
+            *(s.start for s in spans),
+            *(s.end for s in spans),
+        }
+    )
     cut_pos = [c for c, _ in cuts]
     span_starts = [s.start for s in spans]
     b = SegmentBuilder()
-    for a, z in zip(points, points[1:]):
+    for a, z in itertools.pairwise(points):
         if z <= a:
             continue
         msg = cuts[bisect_right(cut_pos, a) - 1][1]

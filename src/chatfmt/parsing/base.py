@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import ParseError
-from .markers import SpecialBudget
+from .special import SpecialTokens
 
 Delta = dict[str, Any]
 IdFactory = Callable[[int], str]
@@ -189,7 +189,8 @@ class FormatParser:
     consumes what it can decide (advancing ``self.pos``, emitting through
     ``self.out``) and returns True to be called again or False when it needs more
     text. ``self.final`` is True once the stream has ended. Consumed text is
-    dropped after every feed, so only undecided text is ever kept.
+    dropped after every feed, so only undecided text is ever kept; ``self.offset``
+    is the stream offset of ``self.buf[0]`` (for :meth:`real`).
     """
 
     #: Parser name (as in a template's ``tool_parser`` / ``reasoning_parser``).
@@ -197,13 +198,22 @@ class FormatParser:
     #: Markers that are single special tokens in this family (checked against token ids).
     special_markers: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, out: Emitter, budget: SpecialBudget, options: Mapping[str, Any]) -> None:
+    def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         self.out = out
         self.budget = budget
         self.options = options
         self.buf = ""
         self.pos = 0
+        self.offset = 0
         self.final = False
+
+    def real(self, marker: str, pos: int) -> bool:
+        """Whether the special ``marker`` at ``self.buf[pos]`` is a real special token."""
+        return self.budget.is_real(marker, self.offset + pos)
+
+    def low_water(self) -> int:
+        """The lowest stream offset this parser may still ask :meth:`real` about."""
+        return self.offset
 
     def step(self) -> bool:
         """Advance the state machine (see class doc)."""
@@ -215,7 +225,11 @@ class FormatParser:
         """End of stream: everything is in ``buf``; release or flag what is left."""
 
     def feed(self, text: str) -> None:
-        self.buf = self.buf[self.pos :] + text if self.pos else self.buf + text
+        if self.pos:
+            self.offset += self.pos
+            self.buf = self.buf[self.pos :] + text
+        else:
+            self.buf += text
         self.pos = 0
         while self.step():
             pass
@@ -225,6 +239,7 @@ class FormatParser:
         while self.step():
             pass
         self.close()
+        self.offset += len(self.buf)
         self.buf, self.pos = "", 0
 
 
@@ -331,10 +346,13 @@ class StreamParser:
             mistral_call_id if tool_name == "mistral" else openai_call_id
         )
         self.out = Emitter(id_factory, _tool_schemas(tools))
+        markers = set(tool_cls.special_markers)
+        if reasoning_name is not None:
+            markers.update(getattr(REASONING_PARSERS[reasoning_name], "special_markers", ()))
         marker_ids = _marker_ids(
-            tool_cls, opts.pop("special_token_ids", None), opts.pop("tokenizer", None)
+            markers, opts.pop("special_token_ids", None), opts.get("tokenizer")
         )
-        self.budget = SpecialBudget(marker_ids)
+        self.budget = SpecialTokens(marker_ids, opts.pop("tokenizer", None))
         if reasoning_name is not None and "thinking_prefilled" not in opts:
             opts["thinking_prefilled"] = _prefilled(tpl, opts)
         inner = tool_cls(self.out, self.budget, opts)
@@ -346,12 +364,20 @@ class StreamParser:
         self._done = False
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Delta]:
-        """Feed the next chunk of output text (and its token ids, if known)."""
+        """Feed the next chunk of output text (and the ids of the tokens it is the text of).
+
+        With ``token_ids`` (and known marker ids), a marker counts only where a
+        special token of it is; ordinary tokens spelling a marker are text (see
+        ``docs/parsing.md``, *Special tokens and look-alikes*). Raises
+        :class:`ParseError` if one chunk holds both real and look-alike copies of a
+        marker and no ``tokenizer`` was given to locate them.
+        """
         if self._done:
             raise ParseError("feed() after finish()")
-        if token_ids is not None:
-            self.budget.add_ids(token_ids)
+        self.budget.feed(text, token_ids)
         self._parser.feed(text)
+        if self.budget.active:
+            self.budget.prune(self._parser.low_water())
         return self.out.take()
 
     def finish(self) -> list[Delta]:
@@ -363,14 +389,17 @@ class StreamParser:
 
 
 def _marker_ids(
-    cls: type[FormatParser], given: Mapping[str, int] | None, tokenizer: Any
+    markers: Iterable[str], given: Mapping[str, int] | None, tokenizer: Any
 ) -> dict[str, int]:
-    ids = dict(given or {})
+    """Ids of the special markers the parsers may meet (given, else looked up in the tokenizer)."""
+    markers = set(markers)
+    ids = {m: tid for m, tid in (given or {}).items() if m in markers}
     if tokenizer is not None:
-        lookup = getattr(tokenizer, "token_to_id", None) or getattr(
-            tokenizer, "convert_tokens_to_ids", None
+        lookup = (
+            getattr(tokenizer, "token_to_id", None)  # tokenizers.Tokenizer
+            or getattr(tokenizer, "convert_tokens_to_ids", None)  # transformers
+            or getattr(tokenizer, "token_id", None)  # chatfmt.tokens.Tokenizer
         )
-        markers = set(cls.special_markers) | {"<think>", "</think>"}
         for marker in markers:
             if marker in ids or lookup is None:
                 continue

@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 
 from .base import Emitter, FormatParser
 from .json_stream import CallObject, JsonScanner
-from .markers import MarkerSet, SpecialBudget
+from .markers import MarkerSet
+from .special import SpecialTokens
 
 _WS = " \t\r\n"
 
@@ -126,7 +127,7 @@ class BlockParser(FormatParser):
     #: Stop the block after one call object (no lists or separators).
     single: ClassVar[bool] = False
 
-    def __init__(self, out: Emitter, budget: SpecialBudget, options: Mapping[str, Any]) -> None:
+    def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
         self.state = "text"
         self.text_markers = MarkerSet(tuple(self.starts), self.special_markers)
@@ -161,7 +162,7 @@ class BlockParser(FormatParser):
         """At ``pos``: True if ``marker`` is there (consumed), None if undecided yet, else False."""
         rest = self.buf[self.pos : self.pos + len(marker)]
         if rest == marker:
-            if marker in self.special_markers and not self.budget.take(marker):
+            if marker in self.special_markers and not self.real(marker, self.pos):
                 return False
             self.pos += len(marker)
             return True
@@ -187,7 +188,7 @@ class BlockParser(FormatParser):
 
     # ------------------------------------------------------------------ states
     def _s_text(self) -> bool:
-        end, marker, resume = self.text_markers.split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)
         if self.final and marker is None:
             end = resume = len(self.buf)
         self.out.content(self.buf[self.pos : end])
@@ -269,7 +270,7 @@ class BlockParser(FormatParser):
         if self.cur_end is None:
             end, marker, resume = len(self.buf), None, len(self.buf)
         else:
-            end, marker, resume = self.end_set(self.cur_end).split(self.buf, self.pos, self.budget)
+            end, marker, resume = self.end_set(self.cur_end).split(self.buf, self.pos, self.real)
             if self.final and marker is None:
                 end = resume = len(self.buf)
         self.out.args(self.junk_index, self.buf[self.pos : end])

@@ -166,7 +166,7 @@ class ChatGLM3Parser(BlockParser):
     def _s_code(self) -> bool:
         code = self.code
         assert code is not None
-        end, marker, _resume = self.end_set(_ASSISTANT).split(self.buf, self.pos, self.budget)
+        end, marker, _resume = self.end_set(_ASSISTANT).split(self.buf, self.pos, self.real)
         last = marker is not None or self.final
         if self.final and marker is None:
             end = len(self.buf)
@@ -243,7 +243,7 @@ class GLM45Parser(BlockParser):
                 self.end_block()
                 return True
             return False
-        end, marker, resume = self.end_set(_K, _TC_END, "\n").split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.end_set(_K, _TC_END, "\n").split(self.buf, self.pos, self.real)
         if marker is None and not self.final and len(self.buf) - self.pos < _MAX_LINE:
             return False
         if marker is None:
@@ -312,7 +312,7 @@ class GLM45Parser(BlockParser):
         """Gather text up to ``closing``; True when found, None when waiting, False if broken."""
         # A value ends only at </arg_value> (values are raw text and may contain other markers).
         breakers = (closing,) if closing == _V_END else (closing, _TC_END, _K, _V)
-        end, marker, resume = self.end_set(*breakers).split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.end_set(*breakers).split(self.buf, self.pos, self.real)
         if marker is None and self.final:
             end = len(self.buf)
         self._parts.append(self.buf[self.pos : end])

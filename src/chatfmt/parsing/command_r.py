@@ -61,7 +61,7 @@ class CommandRParser(BlockParser):
         return True
 
     def _s_think(self) -> bool:
-        end, marker, resume = self.end_set(_THINK_END).split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.end_set(_THINK_END).split(self.buf, self.pos, self.real)
         if self.final and marker is None:
             end = resume = len(self.buf)
         self.out.reasoning(self.buf[self.pos : end])

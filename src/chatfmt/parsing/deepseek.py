@@ -43,7 +43,7 @@ class DeepSeekV3Parser(BlockParser):
         return True
 
     def _line(self, *ends: str) -> tuple[str, str | None] | None:
-        end, marker, resume = self.end_set(*ends).split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.end_set(*ends).split(self.buf, self.pos, self.real)
         if marker is None and not self.final and len(self.buf) - self.pos < _MAX_HEAD:
             return None
         if marker is None:

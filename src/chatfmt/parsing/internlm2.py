@@ -64,7 +64,7 @@ class InternLM2Parser(BlockParser):
     def _s_code(self) -> bool:
         code = self.code
         assert code is not None
-        end, marker, resume = self.end_set(_END).split(self.buf, self.pos, self.budget)
+        end, marker, resume = self.end_set(_END).split(self.buf, self.pos, self.real)
         last = marker is not None or self.final
         if self.final and marker is None:
             end = resume = len(self.buf)

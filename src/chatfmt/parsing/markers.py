@@ -6,55 +6,18 @@ marker is safe to release; that suffix (shorter than the longest marker) is held
 back until the next chunk decides it. Work per call is proportional to the text
 searched, so a stream is scanned in linear time.
 
-With token ids, :class:`SpecialBudget` tells real special tokens from look-alike
-text: a marker occurrence counts only if the chunk's token ids contained its id.
+Special markers of a :class:`MarkerSet` are checked with a ``real(marker, pos)``
+callback (a parser's view of :class:`~.special.SpecialTokens`): an occurrence it
+rejects is a look-alike, i.e. ordinary text.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-
-class SpecialBudget:
-    """Real special tokens seen in token ids and not yet matched against text.
-
-    ``active`` is False when no token ids were given (or no ids are known for the
-    markers): then every textual marker is real. Occurrences are matched in
-    stream order; an occurrence of a special marker with no unmatched id is a
-    look-alike (ordinary text).
-    """
-
-    __slots__ = ("_counts", "_ids", "active")
-
-    def __init__(self, marker_ids: Mapping[str, int] | None = None) -> None:
-        self._ids: dict[int, str] = {v: k for k, v in (marker_ids or {}).items()}
-        self._counts: Counter[str] = Counter()
-        self.active = False
-
-    @property
-    def known(self) -> bool:
-        return bool(self._ids)
-
-    def add_ids(self, token_ids: Iterable[int]) -> None:
-        """Record the special tokens among the ids of the chunk being fed."""
-        if not self._ids:
-            return
-        self.active = True
-        for tid in token_ids:
-            marker = self._ids.get(tid)
-            if marker is not None:
-                self._counts[marker] += 1
-
-    def take(self, marker: str) -> bool:
-        """Whether this occurrence of ``marker`` is a real special token (and consume it)."""
-        if not self.active or marker not in self._ids.values():
-            return True
-        if self._counts[marker] > 0:
-            self._counts[marker] -= 1
-            return True
-        return False
+#: ``real(marker, pos)``: whether the special marker at ``pos`` of the searched text is real.
+RealCheck = Callable[[str, int], bool]
 
 
 class MarkerSet:
@@ -80,7 +43,7 @@ class MarkerSet:
         return 0
 
     def search(
-        self, text: str, start: int = 0, budget: SpecialBudget | None = None
+        self, text: str, start: int = 0, real: RealCheck | None = None
     ) -> tuple[int, str] | None:
         """Earliest real marker in ``text[start:]`` as ``(position, marker)``, or None."""
         pos = start
@@ -89,12 +52,12 @@ class MarkerSet:
             if m is None:
                 return None
             marker = m.group()
-            if budget is None or marker not in self.special or budget.take(marker):
+            if real is None or marker not in self.special or real(marker, m.start()):
                 return m.start(), marker
             pos = m.end()  # a look-alike: ordinary text
 
     def split(
-        self, text: str, start: int = 0, budget: SpecialBudget | None = None
+        self, text: str, start: int = 0, real: RealCheck | None = None
     ) -> tuple[int, str | None, int]:
         """Scan ``text[start:]``: ``(end_of_free_text, marker or None, resume_position)``.
 
@@ -102,7 +65,7 @@ class MarkerSet:
         the free text ends where a possible marker prefix begins (held back), and
         the resume position equals that end.
         """
-        found = self.search(text, start, budget)
+        found = self.search(text, start, real)
         if found is not None:
             p, marker = found
             return p, marker, p + len(marker)

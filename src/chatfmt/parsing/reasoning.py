@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import REASONING_PARSERS, Emitter, FormatParser
-from .markers import MarkerSet, SpecialBudget
+from .markers import MarkerSet
+from .special import SpecialTokens
 
 _OPEN, _CLOSE = "<think>", "</think>"
 _WS = " \t\r\n"
@@ -26,7 +27,7 @@ class ThinkParser(FormatParser):
     special_markers = (_OPEN, _CLOSE)
 
     def __init__(
-        self, inner: FormatParser, out: Emitter, budget: SpecialBudget, options: Mapping[str, Any]
+        self, inner: FormatParser, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]
     ) -> None:
         super().__init__(out, budget, options)
         self.inner = inner
@@ -34,6 +35,7 @@ class ThinkParser(FormatParser):
         self.state = "reasoning" if options.get("thinking_prefilled") else "start"
         self._lead = True  # strip leading whitespace of the reasoning
         self._ws = ""  # held trailing whitespace of the reasoning
+        self._inner_fed = False
 
     def step(self) -> bool:
         buf = self.buf
@@ -42,8 +44,9 @@ class ThinkParser(FormatParser):
             if not rest and not self.final:
                 return False
             if rest.startswith(_OPEN):
-                if self.budget.take(_OPEN):
-                    self.pos = len(buf) - len(rest) + len(_OPEN)
+                at = len(buf) - len(rest)
+                if self.real(_OPEN, at):
+                    self.pos = at + len(_OPEN)
                     self.state = "reasoning"
                     return True
             elif _OPEN.startswith(rest) and not self.final:
@@ -51,7 +54,7 @@ class ThinkParser(FormatParser):
             self.state = "inner"
             return True
         if self.state == "reasoning":
-            end, marker, resume = self._close.split(buf, self.pos, self.budget)
+            end, marker, resume = self._close.split(buf, self.pos, self.real)
             if self.final and marker is None:
                 end = resume = len(buf)
             text = buf[self.pos : end]
@@ -79,6 +82,9 @@ class ThinkParser(FormatParser):
             self.state = "inner"
             return True
         # inner
+        if not self._inner_fed:  # the inner parser's stream starts here
+            self._inner_fed = True
+            self.inner.offset = self.offset + self.pos
         self.inner.feed(buf[self.pos :])
         self.pos = len(buf)
         return False
@@ -89,6 +95,9 @@ class ThinkParser(FormatParser):
             pos += 1
         self.pos = pos
         return pos < n
+
+    def low_water(self) -> int:
+        return min(self.offset, self.inner.low_water()) if self._inner_fed else self.offset
 
     def close(self) -> None:
         if self.state == "reasoning":

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from .encode import IGNORE_INDEX, Encoding, encode, encode_batch
-from .tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer, Tokenizer, load_tokenizer
+from .tokenizer import (
+    HFTokenizer,
+    SentencePieceTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    load_tokenizer,
+)
 
 __all__ = [
     "IGNORE_INDEX",

@@ -21,7 +21,11 @@ GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|
 @cache
 def byte_to_char() -> dict[int, str]:
     """The byte → printable character map used by byte-level BPE vocabularies."""
-    keep = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    keep = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
     table: dict[int, str] = {b: chr(b) for b in keep}
     extra = 0
     for b in range(256):
@@ -74,9 +78,10 @@ def tiktoken_ranks(vocab: Mapping[str, int], merges: Sequence[Any]) -> dict[byte
     produced: set[int] = set()
     last = -1
     for a, b in _merge_pairs(merges):
-        idx = vocab.get(a + b)
-        if idx is None:
+        found = vocab.get(a + b)
+        if found is None:
             return None
+        idx = found
         if idx in produced:
             continue
         if idx < last:
@@ -99,7 +104,9 @@ def pattern_of(pre_tokenizer: Mapping[str, Any] | None) -> str | None:
         return None
     kind = pre_tokenizer.get("type")
     if kind == "ByteLevel":
-        if pre_tokenizer.get("use_regex", True) and not pre_tokenizer.get("add_prefix_space", False):
+        if pre_tokenizer.get("use_regex", True) and not pre_tokenizer.get(
+            "add_prefix_space", False
+        ):
             return GPT2_PATTERN
         return None
     if kind != "Sequence":

@@ -94,7 +94,11 @@ class Encoding:
 
     def to_dict(self) -> dict[str, list[int]]:
         """``input_ids``, ``labels``, ``attention_mask`` as lists (what trainers take)."""
-        return {"input_ids": self.input_ids, "labels": self.labels, "attention_mask": self.attention_mask}
+        return {
+            "input_ids": self.input_ids,
+            "labels": self.labels,
+            "attention_mask": self.attention_mask,
+        }
 
     def to_table(self) -> list[dict[str, Any]]:
         """One row per token: position, id, decoded text, trained, message, kind."""
@@ -109,7 +113,12 @@ class Encoding:
                 "kind": "control" if ctl else "content",
             }
             for i, (t, lab, msg, ctl) in enumerate(
-                zip(self.ids.tolist(), self.label_array.tolist(), self.message_array.tolist(), self.control_array.tolist())
+                zip(
+                    self.ids.tolist(),
+                    self.label_array.tolist(),
+                    self.message_array.tolist(),
+                    self.control_array.tolist(),
+                )
             )
         ]
 
@@ -137,10 +146,10 @@ def encode(
     *,
     tools: Sequence[Any] | None = None,
     add_generation_prompt: bool = False,
-    train_on: TrainOn = "all_assistant",
+    train_on: TrainOn | str = "all_assistant",
     max_length: int | None = None,
-    truncation: Truncation = "error",
-    on_special: OnSpecial = "text",
+    truncation: Truncation | str = "error",
+    on_special: OnSpecial | str = "text",
     add_bos: bool | None = None,
     **options: Any,
 ) -> Encoding:
@@ -180,10 +189,10 @@ def encode_batch(
     tokenizer: Any,
     *,
     add_generation_prompt: bool = False,
-    train_on: TrainOn = "all_assistant",
+    train_on: TrainOn | str = "all_assistant",
     max_length: int | None = None,
-    truncation: Truncation = "error",
-    on_special: OnSpecial = "text",
+    truncation: Truncation | str = "error",
+    on_special: OnSpecial | str = "text",
     add_bos: bool | None = None,
     errors: Literal["raise", "return"] = "raise",
     **options: Any,
@@ -205,13 +214,18 @@ def encode_batch(
     tok = load_tokenizer(tokenizer)
     results: list[Encoding | ChatFmtError | None] = []
     plans: list[_Plan | None] = []
+    plan: _Plan | None
     texts: list[str] = []
     firsts: list[bool] = []
     for item in conversations:
         try:
             messages, tools = _unpack(item)
-            segs = tpl.segments(messages, tools=tools, add_generation_prompt=add_generation_prompt, **options)
-            plan = _plan(segs, tpl, tok, add_bos=add_bos, on_special=on_special, texts=texts, firsts=firsts)
+            segs = tpl.segments(
+                messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+            )
+            plan = _plan(
+                segs, tpl, tok, add_bos=add_bos, on_special=on_special, texts=texts, firsts=firsts
+            )
         except ChatFmtError as exc:
             if errors == "raise":
                 raise
@@ -255,7 +269,9 @@ def _unpack(item: Any) -> tuple[Any, Any]:
 
 def _split_control(tok: Tokenizer, text: str) -> list[tuple[int, int, int]]:
     """(special id or -1, start, end) pieces of a control text, cached per tokenizer."""
-    cache: dict[str, list[tuple[int, int, int]]] = tok.__dict__.setdefault("_chatfmt_split_cache", {})
+    cache: dict[str, list[tuple[int, int, int]]] = tok.__dict__.setdefault(
+        "_chatfmt_split_cache", {}
+    )
     found = cache.get(text)
     if found is not None:
         return found
@@ -281,7 +297,11 @@ def _special_checker(tok: Tokenizer, tpl: Template) -> re.Pattern[str] | None:
     if cached is not None:
         return cached if isinstance(cached, re.Pattern) else None
     strings = {s for s in (*tok.special_tokens, *tpl.control_tokens) if s}
-    pattern = re.compile("|".join(re.escape(s) for s in sorted(strings, key=len, reverse=True))) if strings else None
+    pattern = (
+        re.compile("|".join(re.escape(s) for s in sorted(strings, key=len, reverse=True)))
+        if strings
+        else None
+    )
     tok.__dict__[key] = pattern if pattern is not None else False
     return pattern
 
@@ -373,7 +393,9 @@ def _assemble(
     if len(ids):
         ends = np.append(starts[1:], len(plan.text))
         first = np.searchsorted(seg_start, starts, side="right") - 1
-        last = np.maximum(np.searchsorted(seg_start, np.maximum(ends - 1, starts), side="right") - 1, first)
+        last = np.maximum(
+            np.searchsorted(seg_start, np.maximum(ends - 1, starts), side="right") - 1, first
+        )
         cum = np.concatenate([[0], np.cumsum(trained)])
         tok_trained = (cum[last + 1] - cum[first]) > 0
         seg_msg = np.array([-1 if s.message is None else s.message for s in segs], dtype=np.int64)
@@ -390,7 +412,11 @@ def _assemble(
         if truncation == "error":
             raise SequenceTooLongError(len(ids), max_length)
         truncated_from = len(ids)
-        cut = slice(0, max_length) if truncation == "right" else slice(len(ids) - max_length, len(ids))
+        cut = (
+            slice(0, max_length)
+            if truncation == "right"
+            else slice(len(ids) - max_length, len(ids))
+        )
         ids, labels, messages, control = ids[cut], labels[cut], messages[cut], control[cut]
     if train_on in ("all_assistant", "last_assistant") and not np.any(labels != IGNORE_INDEX):
         why = " after truncation" if truncated_from is not None else ""

@@ -30,13 +30,26 @@ def _split(regex: str) -> dict[str, Any]:
     return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False}
 
 
-_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+_BYTE_LEVEL = {
+    "type": "ByteLevel",
+    "add_prefix_space": False,
+    "trim_offsets": False,
+    "use_regex": False,
+}
 _BYTE_LEVEL_REGEX = {**_BYTE_LEVEL, "use_regex": True}
 
 #: ``tokenizer.ggml.pre`` → (normalizer, pre-tokenizer, ignore_merges) of the original tokenizer.
 _PRE: dict[str, tuple[dict[str, Any] | None, dict[str, Any], bool]] = {
-    "qwen2": ({"type": "NFC"}, {"type": "Sequence", "pretokenizers": [_split(_QWEN2), _BYTE_LEVEL]}, False),
-    "llama-bpe": (None, {"type": "Sequence", "pretokenizers": [_split(_LLAMA3), _BYTE_LEVEL]}, True),
+    "qwen2": (
+        {"type": "NFC"},
+        {"type": "Sequence", "pretokenizers": [_split(_QWEN2), _BYTE_LEVEL]},
+        False,
+    ),
+    "llama-bpe": (
+        None,
+        {"type": "Sequence", "pretokenizers": [_split(_LLAMA3), _BYTE_LEVEL]},
+        True,
+    ),
     "llama3": (None, {"type": "Sequence", "pretokenizers": [_split(_LLAMA3), _BYTE_LEVEL]}, True),
     "deepseek-v3": (
         None,
@@ -45,7 +58,10 @@ _PRE: dict[str, tuple[dict[str, Any] | None, dict[str, Any], bool]] = {
     ),
     "smollm": (
         None,
-        {"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": True}, _BYTE_LEVEL_REGEX]},
+        {
+            "type": "Sequence",
+            "pretokenizers": [{"type": "Digits", "individual_digits": True}, _BYTE_LEVEL_REGEX],
+        },
         False,
     ),
     "gpt-2": (None, _BYTE_LEVEL_REGEX, False),
@@ -57,8 +73,32 @@ _PRE: dict[str, tuple[dict[str, Any] | None, dict[str, Any], bool]] = {
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = 1, 2, 3, 4, 5, 6
 
 
-_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
-_NUMPY = {0: "<u1", 1: "<i1", 2: "<u2", 3: "<i2", 4: "<u4", 5: "<i4", 6: "<f4", 7: "?", 10: "<u8", 11: "<i8", 12: "<f8"}
+_SCALARS = {
+    0: "<B",
+    1: "<b",
+    2: "<H",
+    3: "<h",
+    4: "<I",
+    5: "<i",
+    6: "<f",
+    7: "<?",
+    10: "<Q",
+    11: "<q",
+    12: "<d",
+}
+_NUMPY = {
+    0: "<u1",
+    1: "<i1",
+    2: "<u2",
+    3: "<i2",
+    4: "<u4",
+    5: "<i4",
+    6: "<f4",
+    7: "?",
+    10: "<u8",
+    11: "<i8",
+    12: "<f8",
+}
 _STRING, _ARRAY = 8, 9
 
 
@@ -108,7 +148,9 @@ def _read_fields(path: Path) -> dict[str, Any]:
             cur.pos = 4
             version = cur.scalar("<I")
             if version < 2:
-                raise TokenizationError(f"{path}: GGUF version {version} is not supported (2 and 3 are)")
+                raise TokenizationError(
+                    f"{path}: GGUF version {version} is not supported (2 and 3 are)"
+                )
             cur.scalar("<Q")  # tensor count
             n_kv = cur.scalar("<Q")
             out: dict[str, Any] = {}
@@ -141,11 +183,20 @@ def load_gguf_tokenizer(path: Path, *, fast: bool = True) -> Tokenizer:
         return _bpe(path, f, tokens, types, bos_id, eos_id, fast=fast)
     if model == "llama":
         return _spm(path, f, tokens, types)
-    raise TokenizationError(f"{path}: GGUF tokenizer model {model!r} is not supported (gpt2 BPE and llama SPM are)")
+    raise TokenizationError(
+        f"{path}: GGUF tokenizer model {model!r} is not supported (gpt2 BPE and llama SPM are)"
+    )
 
 
 def _bpe(
-    path: Path, f: dict[str, Any], tokens: list[str], types: list[int], bos_id: Any, eos_id: Any, *, fast: bool
+    path: Path,
+    f: dict[str, Any],
+    tokens: list[str],
+    types: list[int],
+    bos_id: Any,
+    eos_id: Any,
+    *,
+    fast: bool,
 ) -> Tokenizer:
     pre = str(f.get("tokenizer.ggml.pre", "default"))
     if pre not in _PRE:
@@ -158,8 +209,15 @@ def _bpe(
     for i, (tok, kind) in enumerate(zip(tokens, types)):
         if kind in (_CONTROL, _USER_DEFINED):
             added.append(
-                {"id": i, "content": tok, "single_word": False, "lstrip": False, "rstrip": False,
-                 "normalized": False, "special": kind == _CONTROL}
+                {
+                    "id": i,
+                    "content": tok,
+                    "single_word": False,
+                    "lstrip": False,
+                    "rstrip": False,
+                    "normalized": False,
+                    "special": kind == _CONTROL,
+                }
             )
         elif kind != _UNUSED:
             vocab.setdefault(tok, i)
@@ -171,17 +229,32 @@ def _bpe(
         "normalizer": normalizer,
         "pre_tokenizer": pre_tokenizer,
         "post_processor": None,
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "decoder": {
+            "type": "ByteLevel",
+            "add_prefix_space": True,
+            "trim_offsets": True,
+            "use_regex": True,
+        },
         "model": {
-            "type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
-            "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False,
-            "ignore_merges": ignore_merges, "vocab": vocab,
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": ignore_merges,
+            "vocab": vocab,
             "merges": list(f.get("tokenizer.ggml.merges") or []),
         },
     }
     config = {
-        "bos_token": tokens[bos_id] if isinstance(bos_id, int) and 0 <= bos_id < len(tokens) else None,
-        "eos_token": tokens[eos_id] if isinstance(eos_id, int) and 0 <= eos_id < len(tokens) else None,
+        "bos_token": tokens[bos_id]
+        if isinstance(bos_id, int) and 0 <= bos_id < len(tokens)
+        else None,
+        "eos_token": tokens[eos_id]
+        if isinstance(eos_id, int) and 0 <= eos_id < len(tokens)
+        else None,
         "add_bos_token": bool(f.get("tokenizer.ggml.add_bos_token", False)),
     }
     return HFTokenizer(spec, name=str(path), config=config, fast=fast)
@@ -191,9 +264,11 @@ def _spm(path: Path, f: dict[str, Any], tokens: list[str], types: list[int]) -> 
     try:
         from sentencepiece import sentencepiece_model_pb2 as pb
     except ImportError:
-        raise TokenizationError("SentencePiece GGUF vocabs need sentencepiece and protobuf") from None
+        raise TokenizationError(
+            "SentencePiece GGUF vocabs need sentencepiece and protobuf"
+        ) from None
     scores: list[float] = f.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
-    proto = pb.ModelProto()
+    proto = pb.ModelProto()  # type: ignore[attr-defined]
     unk = f.get("tokenizer.ggml.unknown_token_id", 0)
     for i, (tok, score, kind) in enumerate(zip(tokens, scores, types)):
         piece = proto.pieces.add()
@@ -201,18 +276,24 @@ def _spm(path: Path, f: dict[str, Any], tokens: list[str], types: list[int]) -> 
         piece.score = float(score)
         if kind == _UNKNOWN and i != unk:
             kind = _CONTROL  # SentencePiece allows one unknown piece
-        piece.type = kind if kind in (1, 2, 3, 4, 5, 6) else 1  # type: ignore[assignment]
+        piece.type = kind if kind in (1, 2, 3, 4, 5, 6) else 1
     trainer = proto.trainer_spec
-    trainer.model_type = pb.TrainerSpec.BPE
+    trainer.model_type = pb.TrainerSpec.BPE  # type: ignore[attr-defined]
     trainer.vocab_size = len(tokens)
     trainer.byte_fallback = _BYTE in types
     used: set[int] = set()
-    for name, key in (("unk_id", "unknown"), ("bos_id", "bos"), ("eos_id", "eos"), ("pad_id", "padding")):
+    for name, key in (
+        ("unk_id", "unknown"),
+        ("bos_id", "bos"),
+        ("eos_id", "eos"),
+        ("pad_id", "padding"),
+    ):
         value = f.get(f"tokenizer.ggml.{key}_token_id")
-        ok = isinstance(value, int) and value not in used and 0 <= value < len(tokens)
-        setattr(trainer, name, int(value) if ok else -1)
-        if ok:
-            used.add(int(value))
+        if isinstance(value, int) and value not in used and 0 <= value < len(tokens):
+            setattr(trainer, name, value)
+            used.add(value)
+        else:
+            setattr(trainer, name, -1)
     norm = proto.normalizer_spec
     norm.name = "identity"
     norm.add_dummy_prefix = bool(f.get("tokenizer.ggml.add_space_prefix", True))

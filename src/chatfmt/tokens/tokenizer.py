@@ -148,10 +148,34 @@ def char_starts_from_bytes(text: str, ids: np.ndarray, token_len: np.ndarray) ->
     return char_of_byte[np.minimum(starts, len(raw) - 1)] if n else starts
 
 
-def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[list[int]]:
+def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[np.ndarray]:
+    """Ordinary-text ids as int64 arrays (the encoder has no special tokens, so ``encode`` is ordinary)."""
+    core = getattr(enc, "_core_bpe", None)
+    to_buffer = getattr(core, "encode_to_tiktoken_buffer", None)
+    if to_buffer is None:  # older tiktoken: go through lists
+        lists = (
+            enc.encode_ordinary_batch(list(texts), num_threads=threads)
+            if threads > 1
+            else [enc.encode_ordinary(t) for t in texts]
+        )
+        return [np.asarray(ids, dtype=np.int64) for ids in lists]
+    empty: set[str] = set()
+
+    def one(text: str) -> np.ndarray:
+        try:
+            buf = to_buffer(text, empty)
+        except UnicodeEncodeError:  # lone surrogates: same fix-up as tiktoken's own encode
+            buf = to_buffer(
+                text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), empty
+            )
+        return np.frombuffer(buf, dtype=np.uint32).astype(np.int64)
+
     if threads > 1 and len(texts) > 1:
-        return list(enc.encode_ordinary_batch(list(texts), num_threads=threads))
-    return [enc.encode_ordinary(t) for t in texts]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            return list(pool.map(one, texts))
+    return [one(t) for t in texts]
 
 
 # ---------------------------------------------------------------------- Hugging Face tokenizers
@@ -194,12 +218,19 @@ class HFTokenizer(Tokenizer):
         rest = _without_first_prefix(plain)
         self._plain_rest = _Tok.from_str(json.dumps(rest)) if rest is not None else self._plain
         config = config or {}
-        self.bos_token = _token_str(config.get("bos_token")) or _post_bos(spec.get("post_processor"))
+        self.bos_token = _token_str(config.get("bos_token")) or _post_bos(
+            spec.get("post_processor")
+        )
         self.eos_token = _token_str(config.get("eos_token"))
         add_bos = config.get("add_bos_token")
-        self.add_bos = bool(add_bos) if add_bos is not None else _post_bos(spec.get("post_processor")) is not None
+        self.add_bos = (
+            bool(add_bos)
+            if add_bos is not None
+            else _post_bos(spec.get("post_processor")) is not None
+        )
         self._vocab_size = max(
-            self._plain.get_vocab_size(with_added_tokens=False), max(self.special_tokens.values(), default=-1) + 1
+            self._plain.get_vocab_size(with_added_tokens=False),
+            max(self.special_tokens.values(), default=-1) + 1,
         )
         self._tk: Any = None
         self._nfc = False
@@ -230,7 +261,9 @@ class HFTokenizer(Tokenizer):
         except ImportError:
             return
         try:
-            self._tk = tiktoken.Encoding(self.name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+            self._tk = tiktoken.Encoding(
+                self.name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+            )
         except Exception:  # a pattern tiktoken's regex engine rejects: stay on tokenizers
             self._tk = None
             return
@@ -261,14 +294,15 @@ class HFTokenizer(Tokenizer):
         slow: list[int] = []
         if self._tk is not None and self._token_len is not None:
             fast_idx = [
-                i for i, t in enumerate(texts) if not self._nfc or t.isascii() or unicodedata.is_normalized("NFC", t)
+                i
+                for i, t in enumerate(texts)
+                if not self._nfc or t.isascii() or unicodedata.is_normalized("NFC", t)
             ]
             if len(fast_idx) < len(texts):
                 chosen = set(fast_idx)
                 slow = [i for i in range(len(texts)) if i not in chosen]
             encoded = _tiktoken_encode(self._tk, [texts[i] for i in fast_idx], self.threads)
-            for i, ids_list in zip(fast_idx, encoded):
-                ids = np.asarray(ids_list, dtype=np.int64)
+            for i, ids in zip(fast_idx, encoded):
                 out[i] = (ids, char_starts_from_bytes(texts[i], ids, self._token_len))
         else:
             slow = list(range(len(texts)))
@@ -280,7 +314,9 @@ class HFTokenizer(Tokenizer):
                 if not idx:
                     continue
                 tok = self._plain if is_first else self._plain_rest
-                for i, enc in zip(idx, tok.encode_batch([texts[i] for i in idx], add_special_tokens=False)):
+                for i, enc in zip(
+                    idx, tok.encode_batch([texts[i] for i in idx], add_special_tokens=False)
+                ):
                     ids = np.asarray(enc.ids, dtype=np.int64)
                     starts = np.asarray([o[0] for o in enc.offsets], dtype=np.int64)
                     out[i] = (ids, starts)
@@ -313,8 +349,15 @@ class HFTokenizer(Tokenizer):
         return frozenset(self.special_tokens.values())
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self._spec, "name": self.name, "bos": self.bos_token, "eos": self.eos_token,
-                "add_bos": self.add_bos, "fast": self._tk is not None, "threads": self.threads}
+        return {
+            "spec": self._spec,
+            "name": self.name,
+            "bos": self.bos_token,
+            "eos": self.eos_token,
+            "add_bos": self.add_bos,
+            "fast": self._tk is not None,
+            "threads": self.threads,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["spec"], name=state["name"], fast=state["fast"])  # type: ignore[misc]
@@ -381,9 +424,26 @@ CL100K_PATTERN = (
 
 #: Special tokens of Mistral's tekken files that do not list their own (v3 files; in id order).
 TEKKEN_V3_SPECIALS = (
-    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
-    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]", "[IMG_END]",
-    "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]",
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[TOOL_CALLS]",
+    "[IMG]",
+    "<pad>",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "[PREFIX]",
+    "[MIDDLE]",
+    "[SUFFIX]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
 )
 
 
@@ -410,8 +470,18 @@ class TiktokenTokenizer(Tokenizer):
         import tiktoken
 
         self.name = name
-        self._state = (ranks, pattern, dict(special_tokens or {}), offset, bos_token, eos_token, add_bos)
-        self._enc = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+        self._state = (
+            ranks,
+            pattern,
+            dict(special_tokens or {}),
+            offset,
+            bos_token,
+            eos_token,
+            add_bos,
+        )
+        self._enc = tiktoken.Encoding(
+            name, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+        )
         self._offset = offset
         self.special_tokens = dict(special_tokens or {})
         self.bos_token, self.eos_token, self.add_bos = bos_token, eos_token, add_bos
@@ -429,8 +499,8 @@ class TiktokenTokenizer(Tokenizer):
 
     def encode_runs(self, texts: Sequence[str], first: Sequence[bool] | None = None) -> list[Run]:
         out = []
-        for text, ids_list in zip(texts, _tiktoken_encode(self._enc, texts, self.threads)):
-            ids = np.asarray(ids_list, dtype=np.int64) + self._offset
+        for text, raw_ids in zip(texts, _tiktoken_encode(self._enc, texts, self.threads)):
+            ids = raw_ids + self._offset
             out.append((ids, char_starts_from_bytes(text, ids, self._token_len)))
         return out
 
@@ -450,7 +520,14 @@ class TiktokenTokenizer(Tokenizer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         ranks, pattern, specials, offset, bos, eos, add_bos = state["state"]
         self.__init__(  # type: ignore[misc]
-            ranks, pattern, specials, name=state["name"], offset=offset, bos_token=bos, eos_token=eos, add_bos=add_bos
+            ranks,
+            pattern,
+            specials,
+            name=state["name"],
+            offset=offset,
+            bos_token=bos,
+            eos_token=eos,
+            add_bos=add_bos,
         )
         self.threads = state["threads"]
 
@@ -511,13 +588,15 @@ class SentencePieceTokenizer(Tokenizer):
 
     kind = "sentencepiece"
 
-    def __init__(self, model_proto: bytes, *, name: str = "sentencepiece", add_bos: bool = True) -> None:
+    def __init__(
+        self, model_proto: bytes, *, name: str = "sentencepiece", add_bos: bool = True
+    ) -> None:
         import sentencepiece as spm
         from sentencepiece import sentencepiece_model_pb2 as pb
 
         self.name = name
         self._proto = model_proto
-        proto = pb.ModelProto()
+        proto = pb.ModelProto()  # type: ignore[attr-defined]
         proto.ParseFromString(model_proto)
         self._full = spm.SentencePieceProcessor(model_proto=model_proto)
         self.special_tokens = {
@@ -578,7 +657,12 @@ class SentencePieceTokenizer(Tokenizer):
         return None if idx == self._full.unk_id() and token != self._full.id_to_piece(idx) else idx
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"proto": self._proto, "name": self.name, "add_bos": self.add_bos, "threads": self.threads}
+        return {
+            "proto": self._proto,
+            "name": self.name,
+            "add_bos": self.add_bos,
+            "threads": self.threads,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["proto"], name=state["name"], add_bos=state["add_bos"])  # type: ignore[misc]

@@ -1,0 +1,307 @@
+"""Tokenization benchmark: chatfmt vs transformers, an LMDeploy-style f-string, and the raw floor.
+
+Plain script; prints a table. Usage::
+
+    python benchmarks/bench_tokenize.py [--conversations 2000] [--tokenizer ../shared/tokenizers/qwen3]
+
+Peers, all in the same run on the same deterministic corpus (Qwen3 tokenizer):
+
+* transformers ``PreTrainedTokenizerFast(tokenizer_file=...)`` with the official chat template
+  from ``tokenizer_config.json``: ``apply_chat_template(tokenize=False)`` and
+  ``apply_chat_template(tokenize=True, return_dict=True)`` (ids only, no labels);
+* LMDeploy's hand-written ``messages2prompt`` for Qwen/ChatML. lmdeploy cannot be installed
+  here (it needs torch), so a faithful f-string port of its loop is the stand-in;
+* the floor: ``tokenizers`` ``encode_batch`` of the already-rendered strings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TOKENIZER = ROOT.parent / "shared" / "tokenizers" / "qwen3"
+
+WORDS = [
+    "the",
+    "model",
+    "answers",
+    "questions",
+    "about",
+    "weather",
+    "travel",
+    "code",
+    "and",
+    "data",
+    "in",
+    "several",
+    "languages",
+    "please",
+    "explain",
+    "why",
+    "this",
+    "function",
+    "returns",
+    "None",
+    "when",
+    "the",
+    "list",
+    "is",
+    "empty",
+    "def",
+    "parse(x):",
+    "return",
+    "json.loads(x)",
+    "if",
+    "x",
+    "else",
+    "{}",
+    "#",
+    "comment",
+    "天气",
+    "很好",
+    "我们",
+    "今天",
+    "去",
+    "公园",
+    "散步",
+    "吧",
+    "日本語",
+    "の",
+    "テキスト",
+    "です",
+    "한국어",
+    "텍스트",
+    "Zürich",
+    "café",
+    "naïve",
+    "🙂",
+    "🚀",
+    "42",
+    "3.14159",
+    "2024-05-01",
+    "http://example.com/a?b=c",
+    "SELECT",
+    "id,",
+    "name",
+    "FROM",
+    "users",
+    "WHERE",
+    "age",
+    ">",
+    "30",
+    "ORDER",
+    "BY",
+    "name;",
+]
+
+
+def make_corpus(n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """``n`` mixed conversations: with/without system, 1–6 turns, some tool calls, varied lengths."""
+    rng = random.Random(seed)
+
+    def text(lo: int, hi: int) -> str:
+        k = rng.randint(lo, hi)
+        out = " ".join(rng.choice(WORDS) for _ in range(k))
+        if rng.random() < 0.3:
+            out = out.replace(" ", "\n", rng.randint(1, 5))
+        return out
+
+    convs = []
+    for i in range(n):
+        msgs: list[dict[str, Any]] = []
+        if rng.random() < 0.5:
+            msgs.append({"role": "system", "content": text(10, 60)})
+        turns = rng.randint(1, 6)
+        for _ in range(turns):
+            msgs.append({"role": "user", "content": text(20, 400)})
+            if rng.random() < 0.1:
+                msgs.append(
+                    {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {
+                                "type": "function",
+                                "function": {"name": "search", "arguments": {"query": text(2, 8)}},
+                            }
+                        ],
+                    }
+                )
+                msgs.append({"role": "tool", "content": text(20, 200)})
+            msgs.append({"role": "assistant", "content": text(40, 700)})
+        convs.append({"messages": msgs, "id": i})
+    return convs
+
+
+def lmdeploy_qwen_messages2prompt(messages: list[dict[str, Any]]) -> str:
+    """Stand-in for LMDeploy's ChatML/Qwen ``messages2prompt`` (f-string loop over messages)."""
+    system, user, assistant = (
+        "<|im_start|>system\n",
+        "<|im_start|>user\n",
+        "<|im_start|>assistant\n",
+    )
+    eosys = eoh = eoa = "<|im_end|>\n"
+    ret = ""
+    if messages[0]["role"] != "system":
+        ret += f"{system}You are a helpful assistant.{eosys}"
+    for m in messages:
+        role, content = m["role"], m.get("content") or ""
+        if role == "system":
+            ret += f"{system}{content}{eosys}"
+        elif role == "user":
+            ret += f"{user}{content}{eoh}"
+        elif role == "assistant":
+            ret += f"{assistant}{content}{eoa}"
+        elif role == "tool":
+            ret += f"{user}<tool_response>\n{content}\n</tool_response>{eoh}"
+    ret += assistant
+    return ret
+
+
+def timed(fn: Callable[[], Any], repeat: int = 1) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--conversations", type=int, default=2000)
+    ap.add_argument("--tokenizer", type=Path, default=DEFAULT_TOKENIZER)
+    ap.add_argument("--template", default="qwen3")
+    ap.add_argument(
+        "--hf-subset",
+        type=int,
+        default=300,
+        help="conversations timed for transformers tokenize=True",
+    )
+    args = ap.parse_args()
+
+    import chatfmt
+    from chatfmt.data_pipeline import tokenize_dataset
+    from chatfmt.tokens import encode_batch, load_tokenizer
+
+    corpus = make_corpus(args.conversations)
+    convs = [c["messages"] for c in corpus]
+    n = len(convs)
+    tpl = chatfmt.get_template(args.template)
+    tok = load_tokenizer(args.tokenizer)
+    from tokenizers import Tokenizer as RawTokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    raw = RawTokenizer.from_file(str(args.tokenizer / "tokenizer.json"))
+    config = json.loads((args.tokenizer / "tokenizer_config.json").read_text(encoding="utf-8"))
+    hf = PreTrainedTokenizerFast(tokenizer_file=str(args.tokenizer / "tokenizer.json"))
+    hf.chat_template = config["chat_template"]
+
+    rows: list[tuple[str, str, float]] = []
+
+    def add(group: str, name: str, seconds: float, count: int = n) -> float:
+        rate = count / seconds
+        rows.append((group, name, rate))
+        return rate
+
+    # ---- render only
+    rendered: list[str] = []
+    r_ours = add(
+        "render",
+        f"chatfmt render ({tpl.name})",
+        timed(lambda: rendered.extend(tpl.render(c, add_generation_prompt=False) for c in convs)),
+    )
+    r_lmd = add(
+        "render",
+        "LMDeploy-style f-string (stand-in)",
+        timed(lambda: [lmdeploy_qwen_messages2prompt(c) for c in convs]),
+    )
+    r_hf = add(
+        "render",
+        "transformers apply_chat_template(tokenize=False)",
+        timed(lambda: [hf.apply_chat_template(c, tokenize=False) for c in convs]),
+    )
+
+    # ---- ids + labels
+    ids_rate = add(
+        "ids+labels",
+        "chatfmt encode_batch (ids+labels+mask)",
+        timed(lambda: encode_batch(convs, tpl, tok)),
+    )
+    subset = convs[: args.hf_subset]
+    hf_rate = add(
+        "ids+labels",
+        f"transformers apply_chat_template(tokenize=True) [ids only, {len(subset)} conv]",
+        timed(lambda: [hf.apply_chat_template(c, tokenize=True, return_dict=True) for c in subset]),
+        len(subset),
+    )
+    floor = add(
+        "ids+labels",
+        "floor: tokenizers encode_batch(rendered)",
+        timed(lambda: raw.encode_batch(rendered, add_special_tokens=False)),
+    )
+    ntokens = sum(len(e) for e in raw.encode_batch(rendered[:200], add_special_tokens=False)) / 200
+
+    # ---- dataset pipeline
+    pipe: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "corpus.jsonl"
+        src.write_text(
+            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in corpus), encoding="utf-8"
+        )
+        for workers in (1, 2):
+            s = tokenize_dataset(
+                src,
+                Path(tmp) / f"out{workers}.parquet",
+                template=tpl,
+                tokenizer=tok,
+                workers=workers,
+                progress=False,
+            )
+            assert s.samples_out == n, s.report()
+            pipe[workers] = add(
+                "pipeline", f"chatfmt tokenize, {workers} worker(s) (JSONL→Parquet)", s.seconds
+            )
+
+    print(
+        f"\nchatfmt tokenization benchmark — {n} conversations, mean {ntokens:,.0f} tokens "
+        f"(Qwen3 tokenizer, template {tpl.name})"
+    )
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, {platform.system()}"
+    )
+    print("\n| group | implementation | conversations/s |\n|---|---|---:|")
+    for group, name, rate in rows:
+        print(f"| {group} | {name} | {rate:,.0f} |")
+    print("\nratios:")
+    checks = [
+        ("render vs transformers (target ≥ 30×)", r_ours / r_hf, r_ours / r_hf >= 30),
+        ("render vs LMDeploy-style f-string (target ≥ 1×)", r_ours / r_lmd, r_ours >= r_lmd),
+        (
+            "ids+labels vs transformers tokenize=True (target ≥ 5×)",
+            ids_rate / hf_rate,
+            ids_rate / hf_rate >= 5,
+        ),
+        ("ids+labels vs floor (target ≥ 1/1.2 = 0.83×)", ids_rate / floor, ids_rate * 1.2 >= floor),
+        ("pipeline 2 workers vs 1 (target ≥ 1.8×)", pipe[2] / pipe[1], pipe[2] / pipe[1] >= 1.8),
+    ]
+    for label, ratio, ok in checks:
+        print(f"  {label}: {ratio:.2f}×  {'ok' if ok else 'MISSED'}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
