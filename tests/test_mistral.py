@@ -299,7 +299,8 @@ def test_v3_tekken_agrees_with_mistral_common() -> None:
                 content=None,
                 tool_calls=[
                     ToolCall(
-                        id="abcDEF123", function=FunctionCall(name="search", arguments='{"query": "x"}')
+                        id="abcDEF123",
+                        function=FunctionCall(name="search", arguments='{"query": "x"}'),
                     )
                 ],
             ),

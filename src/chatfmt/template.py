@@ -60,6 +60,10 @@ class Template(ABC):
     tool_parser: str | None = None
     #: Name of the reasoning parser, e.g. ``"think"`` for ``<think>…</think>`` blocks.
     reasoning_parser: str | None = None
+    #: Whether an earlier turn renders the same once later turns follow. False for formats
+    #: that move text to the last turn (Mistral v3 puts the system prompt in the last user
+    #: turn): for them an engine's cached prefix is not the new full render.
+    prefix_stable: bool = True
 
     # ------------------------------------------------------------------ subclass API
     @abstractmethod
@@ -160,6 +164,7 @@ class Template(ABC):
             "official_templates": list(self.official_templates),
             "tool_parser": self.tool_parser,
             "reasoning_parser": self.reasoning_parser,
+            "prefix_stable": self.prefix_stable,
             "generation_config": self.generation_config.to_dict(),
         }
 

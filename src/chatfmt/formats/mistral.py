@@ -325,6 +325,7 @@ class MistralV3Template(Template):
     description = "Mistral v3: [INST] turns, [AVAILABLE_TOOLS], [TOOL_CALLS] and [TOOL_RESULTS] (SentencePiece spacing)."
     source = "official Jinja: mistralai-Mistral-Large-Instruct-2407.jinja (llama.cpp test case; same as 7B v0.3)"
     official_templates: tuple[str, ...] = ("mistralai-Mistral-Large-Instruct-2407.jinja",)
+    prefix_stable = False  # the system prompt goes into the last user turn
     supports_tools = True
     tool_parser = "mistral"
     control_tokens = _TOKENS_V3

@@ -431,8 +431,8 @@ def parse(
 ) -> dict[str, Any]:
     """Parse complete model output into an OpenAI assistant message.
 
-    The same as feeding ``text`` to a :class:`StreamParser` at once and merging
-    the deltas (:func:`merge_deltas`).
+    The same as feeding ``text`` (and ``token_ids=``, its ids, if given) to a
+    :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`).
     """
     token_ids = options.pop("token_ids", None)
     sp = StreamParser(template, tools=tools, **options)

@@ -14,8 +14,10 @@ the chunk where its text begins or where it completes. Per chunk and marker
 string, with ``m`` ids and ``n`` occurrences completing in the chunk: ``m == 0``
 → all look-alikes; ``m >= n`` → all real (a spare id may belong to a marker cut
 at the chunk's end); ``0 < m < n`` → located by decoding the chunk's ids with
-the tokenizer (only then), else :class:`~chatfmt.errors.ParseError`. A chunk fed
-without ids decides by text alone, as a stream without ids does.
+the tokenizer, else :class:`~chatfmt.errors.ParseError`. With a tokenizer, a
+chunk that ends with the start of a marker it has an id for is located too. Only
+these chunks are decoded. A chunk fed without ids decides by text alone, as a
+stream without ids does.
 """
 
 from __future__ import annotations
