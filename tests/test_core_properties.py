@@ -72,7 +72,9 @@ def test_follow_up_render_appends_to_what_the_engine_holds(
     if not ends:
         # Only formats whose turns end with an EOS token they do not write (Baichuan2, GLM-4)
         # have nothing trained for an empty reply; a non-empty one is always trained.
-        assert not messages[reply]["content"].strip(), f"{tpl.name}: the assistant reply has no trained segment"
+        assert not messages[reply]["content"].strip(), (
+            f"{tpl.name}: the assistant reply has no trained segment"
+        )
         return
     held = "".join(s.text for s in full[: ends[-1] + 1])
     follow = tpl.render(messages[cut:], sequence_start=False, now="2026-11-22")

@@ -59,7 +59,9 @@ def assert_same(
                 {**m, "content": ""} if m.get("tool_calls") and m.get("content") is None else m
                 for m in msgs
             ]
-            return assert_same(tpl, source, {"messages": fixed, "tools": tools}, agp, official_vars, **options)
+            return assert_same(
+                tpl, source, {"messages": fixed, "tools": tools}, agp, official_vars, **options
+            )
         with pytest.raises(ChatFmtError):
             tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
         return None
@@ -305,7 +307,10 @@ def test_qwen3_history_thinking_rules() -> None:
 def test_qwen3_errors_name_the_message() -> None:
     tpl = chatfmt.get_template("qwen3")
     call = {"type": "function", "function": {"name": "search", "arguments": "{}"}}
-    null_call = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None, "tool_calls": [call]}]
+    null_call = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
     empty_call = [null_call[0], {**null_call[1], "content": ""}]
     assert tpl.render(null_call) == tpl.render(empty_call)  # documented workaround
     with pytest.raises(ValidationError) as err:

@@ -68,7 +68,9 @@ def templates_markdown() -> str:
 @app.command("templates")
 def templates_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print the Markdown catalogue (docs/templates.md).")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the Markdown catalogue (docs/templates.md).")
+    ] = False,
 ) -> None:
     """List the built-in templates."""
     if markdown:

@@ -78,7 +78,9 @@ class Registry:
         for mod in sorted(pkgutil.iter_modules(formats.__path__), key=lambda m: m.name):
             if not mod.name.startswith("_"):
                 importlib.import_module(f"{formats.__name__}.{mod.name}")
-        importlib.import_module("chatfmt.jinja")  # Jinja sources, .jinja/GGUF/tokenizer_config loaders
+        importlib.import_module(
+            "chatfmt.jinja"
+        )  # Jinja sources, .jinja/GGUF/tokenizer_config loaders
 
     def names(self) -> list[str]:
         self._ensure_loaded()
