@@ -119,12 +119,13 @@ def make_corpus(n: int, seed: int = 0) -> list[dict[str, Any]]:
     convs = []
     for i in range(n):
         msgs: list[dict[str, Any]] = []
+        agent = rng.random() < 0.3  # an agent trace: tools offered, calls made
         if rng.random() < 0.5:
             msgs.append({"role": "system", "content": text(10, 60)})
         turns = rng.randint(1, 6)
         for _ in range(turns):
             msgs.append({"role": "user", "content": text(20, 400)})
-            if rng.random() < 0.1:
+            if agent and rng.random() < 0.6:
                 msgs.append(
                     {
                         "role": "assistant",
@@ -139,33 +140,103 @@ def make_corpus(n: int, seed: int = 0) -> list[dict[str, Any]]:
                 )
                 msgs.append({"role": "tool", "content": text(20, 200)})
             msgs.append({"role": "assistant", "content": text(40, 700)})
-        convs.append({"messages": msgs, "id": i})
+        conv: dict[str, Any] = {"messages": msgs, "id": i}
+        if agent:
+            conv["tools"] = TOOLS
+        convs.append(conv)
     return convs
 
 
-def lmdeploy_qwen_messages2prompt(messages: list[dict[str, Any]]) -> str:
-    """Stand-in for LMDeploy's ChatML/Qwen ``messages2prompt`` (f-string loop over messages)."""
-    system, user, assistant = (
-        "<|im_start|>system\n",
-        "<|im_start|>user\n",
-        "<|im_start|>assistant\n",
-    )
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the web and return the top results.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to search for"},
+                    "top_k": {"type": "integer", "description": "How many results"},
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                },
+                "required": ["city"],
+            },
+        },
+    },
+]
+
+
+def lmdeploy_qwen_messages2prompt(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> str:
+    """Stand-in for LMDeploy's hand-written Qwen2.5 ``messages2prompt`` (lmdeploy ≤ 0.9).
+
+    The same string-concatenation loop as LMDeploy's template class: a system turn (with the
+    tool list when tools are given), ``box_map[role] + content + eox`` per turn, tool calls as
+    ``<tool_call>`` JSON, consecutive tool results grouped into one user turn.
+    """
+    system, user, assistant = "<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n"
     eosys = eoh = eoa = "<|im_end|>\n"
+    sep = "\n"
+    box_map = {"user": user, "assistant": assistant, "system": system}
+    meta = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
     ret = ""
-    if messages[0]["role"] != "system":
-        ret += f"{system}You are a helpful assistant.{eosys}"
-    for m in messages:
-        role, content = m["role"], m.get("content") or ""
-        if role == "system":
-            ret += f"{system}{content}{eosys}"
-        elif role == "user":
-            ret += f"{user}{content}{eoh}"
+    if tools:
+        tool_prompt = "".join(sep + json.dumps(t, ensure_ascii=False) for t in tools)
+        head = messages[0]["content"] if messages[0]["role"] == "system" else meta
+        ret += (
+            f"{system}{head}\n\n# Tools\n\nYou may call one or more functions to assist with the "
+            "user query.\n\nYou are provided with function signatures within <tools></tools> XML "
+            f"tags:\n<tools>{tool_prompt}\n</tools>\n\nFor each function call, return a json object "
+            "with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+            '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' + eosys
+        )
+    elif messages[0]["role"] == "system":
+        ret += f"{system}{messages[0]['content']}{eosys}"
+    else:
+        ret += f"{system}{meta}{eosys}"
+    for index, m in enumerate(messages):
+        role = m["role"]
+        if role == "user" or (role == "system" and index != 0) or (
+            role == "assistant" and m.get("tool_calls") is None
+        ):
+            ret += f"{box_map[role]}{m['content']}{eoa}"
         elif role == "assistant":
-            ret += f"{assistant}{content}{eoa}"
+            ret += "<|im_start|>assistant"
+            if m.get("content") is not None:
+                ret += f"{sep}{m['content']}"
+            for call in m["tool_calls"]:
+                fn = call["function"]
+                args = fn["arguments"]
+                if isinstance(args, str):
+                    args = json.loads(args)
+                ret += (
+                    f'{sep}<tool_call>{sep}{{"name": "{fn["name"]}", "arguments": '
+                    f"{json.dumps(args, ensure_ascii=False)}}}{sep}</tool_call>"
+                )
+            ret += eoa
         elif role == "tool":
-            ret += f"{user}<tool_response>\n{content}\n</tool_response>{eoh}"
-    ret += assistant
-    return ret
+            if index == 0 or messages[index - 1]["role"] != "tool":
+                ret += "<|im_start|>user"
+            ret += f"{sep}<tool_response>{sep}{m['content']}{sep}</tool_response>"
+            if index == len(messages) - 1 or messages[index + 1]["role"] != "tool":
+                ret += eoh
+    return ret + assistant
 
 
 def timed(fn: Callable[[], Any], repeat: int = 1) -> float:
@@ -221,30 +292,47 @@ def main() -> None:
     r_ours = add(
         "render",
         f"chatfmt render ({tpl.name})",
-        timed(lambda: rendered.extend(tpl.render(c, add_generation_prompt=False) for c in convs)),
+        timed(
+            lambda: rendered.extend(
+                tpl.render(c["messages"], tools=c.get("tools"), add_generation_prompt=False)
+                for c in corpus
+            )
+        ),
     )
     r_lmd = add(
         "render",
         "LMDeploy-style f-string (stand-in)",
-        timed(lambda: [lmdeploy_qwen_messages2prompt(c) for c in convs]),
+        timed(lambda: [lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in corpus]),
     )
     r_hf = add(
         "render",
         "transformers apply_chat_template(tokenize=False)",
-        timed(lambda: [hf.apply_chat_template(c, tokenize=False) for c in convs]),
+        timed(
+            lambda: [
+                hf.apply_chat_template(c["messages"], tools=c.get("tools"), tokenize=False)
+                for c in corpus
+            ]
+        ),
     )
 
     # ---- ids + labels
     ids_rate = add(
         "ids+labels",
         "chatfmt encode_batch (ids+labels+mask)",
-        timed(lambda: encode_batch(convs, tpl, tok)),
+        timed(lambda: encode_batch(corpus, tpl, tok)),
     )
-    subset = convs[: args.hf_subset]
+    subset = corpus[: args.hf_subset]
     hf_rate = add(
         "ids+labels",
         f"transformers apply_chat_template(tokenize=True) [ids only, {len(subset)} conv]",
-        timed(lambda: [hf.apply_chat_template(c, tokenize=True, return_dict=True) for c in subset]),
+        timed(
+            lambda: [
+                hf.apply_chat_template(
+                    c["messages"], tools=c.get("tools"), tokenize=True, return_dict=True
+                )
+                for c in subset
+            ]
+        ),
         len(subset),
     )
     floor = add(

@@ -8,6 +8,7 @@ point; it never mutates the caller's objects.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,16 @@ def _json_dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-@dataclass(frozen=True)
+def _json_copy(value: Any, where: str, index: int | None = None) -> tuple[str, Any]:
+    """JSON text of ``value`` and a private deep copy of it (one C-speed round trip)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"not JSON-serializable ({exc})", index=index, field=where) from None
+    return text, json.loads(text)
+
+
+@dataclass(slots=True)
 class ToolCall:
     """An assistant tool call: an OpenAI function call or a code-interpreter call.
 
@@ -74,9 +84,13 @@ class ToolCall:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message:
-    """One validated message. ``role`` is canonical; ``source_role`` is what the caller wrote."""
+    """One validated message. ``role`` is canonical; ``source_role`` is what the caller wrote.
+
+    Validated objects are private copies and are treated as read-only (not frozen only
+    because frozen dataclasses cost ~0.7 µs more per object on the rendering hot path).
+    """
 
     role: Role
     content: str | None = None
@@ -118,6 +132,8 @@ class Tool:
     description: str | None = None
     parameters: Any = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    #: ``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping).
+    json: str = "{}"
 
     @property
     def function(self) -> dict[str, Any]:
@@ -262,23 +278,24 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
             arguments_json=args,
             arguments_given_as_string=True,
         )
-    try:
-        text = _json_dumps(args)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(
-            f"arguments is not JSON-serializable ({exc})",
-            index=index,
-            field=f"{where}.function.arguments",
-        ) from None
-    return ToolCall(
-        type="function", name=name, id=call_id, arguments=copy.deepcopy(args), arguments_json=text
-    )
+    text, copied = _json_copy(args, f"{where}.function.arguments", index)
+    return ToolCall(type="function", name=name, id=call_id, arguments=copied, arguments_json=text)
+
+
+#: Roles whose message needs nothing but a string content (the fast path).
+_PLAIN_ROLES = {k: v for k, v in ROLE_ALIASES.items() if k != "function"}
 
 
 def validate_message(obj: Any, index: int) -> Message:
     """Validate one message (without cross-message rules)."""
+    if type(obj) is dict and len(obj) == 2:
+        # Fast path for the common {"role": ..., "content": "..."} message.
+        role_in = obj.get("role")
+        content = obj.get("content")
+        if type(content) is str and type(role_in) is str and role_in in _PLAIN_ROLES:
+            return Message(_PLAIN_ROLES[role_in], content, None, (), None, None, role_in, index)  # type: ignore[arg-type]
     if isinstance(obj, Message):
-        return obj if obj.index == index else Message(**{**obj.__dict__, "index": index})
+        return obj if obj.index == index else dataclasses.replace(obj, index=index)
     m = _as_mapping(obj, index)
     role_in = m.get("role")
     if not isinstance(role_in, str):
@@ -347,17 +364,16 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
         if not isinstance(raw, Mapping):
             raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
         ttype = raw.get("type", "function")
-        if ttype == "code_interpreter":
-            out.append(
-                Tool(type="code_interpreter", name="code_interpreter", raw=copy.deepcopy(dict(raw)))
-            )
-            continue
-        if ttype != "function":
+        if ttype not in ("function", "code_interpreter"):
             raise ValidationError(
                 f"unknown tool type {ttype!r} (expected 'function' or 'code_interpreter')",
                 field=f"{where}.type",
             )
-        fn = raw.get("function")
+        text, copied = _json_copy(raw, where)
+        if ttype == "code_interpreter":
+            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=copied, json=text))
+            continue
+        fn = copied.get("function")
         if not isinstance(fn, Mapping):
             raise ValidationError("missing 'function' object", field=f"{where}.function")
         name = fn.get("name")
@@ -372,13 +388,7 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
                 "must be a JSON-schema object", field=f"{where}.function.parameters"
             )
         out.append(
-            Tool(
-                type="function",
-                name=name,
-                description=desc,
-                parameters=copy.deepcopy(params),
-                raw=copy.deepcopy(dict(raw)),
-            )
+            Tool(type="function", name=name, description=desc, parameters=params, raw=copied, json=text)
         )
     return tuple(out)
 

@@ -7,7 +7,9 @@ from the same list (control text may hold special tokens, content never does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -20,7 +22,7 @@ class Kind(str, Enum):
     CONTENT = "content"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Segment:
     """A run of prompt text.
 
@@ -55,24 +57,51 @@ def join(segments: Iterable[Segment]) -> str:
     return "".join(s.text for s in segments)
 
 
-class SegmentBuilder:
-    """Collects segments, dropping empty ones and merging neighbours with equal attributes."""
+_TEXT_ONLY: ContextVar[bool] = ContextVar("chatfmt_text_only", default=False)
 
-    __slots__ = ("_segments",)
+
+@contextmanager
+def text_only() -> Iterator[None]:
+    """Within this block, new :class:`SegmentBuilder` objects only collect text.
+
+    ``Template.render`` uses it: the same template code runs, but its builder is a plain
+    string sink, so producing the prompt string costs no segment bookkeeping. The result
+    is one CONTROL segment holding the whole text; never use it for tokens or masks.
+    """
+    token = _TEXT_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _TEXT_ONLY.reset(token)
+
+
+class SegmentBuilder:
+    """Collects segments, dropping empty ones and merging neighbours with equal attributes.
+
+    Pieces are buffered and merged once, when :attr:`segments` is read, so ``add`` costs a
+    tuple comparison and an append. Inside :func:`text_only` it is a plain text sink.
+    """
+
+    __slots__ = ("_attrs", "_done", "_texts")
+
+    def __new__(cls) -> SegmentBuilder:
+        if cls is SegmentBuilder and _TEXT_ONLY.get():
+            return object.__new__(_TextSink)
+        return object.__new__(cls)
 
     def __init__(self) -> None:
-        self._segments: list[Segment] = []
+        self._done: list[Segment] = []
+        self._attrs: tuple[Kind, int | None, bool] | None = None
+        self._texts: list[str] = []
 
     def add(self, text: str, kind: Kind, message: int | None = None, trained: bool = False) -> None:
         if not text:
             return
-        segs = self._segments
-        if segs:
-            last = segs[-1]
-            if last.kind is kind and last.message == message and last.trained == trained:
-                segs[-1] = Segment(last.text + text, kind, message, trained)
-                return
-        segs.append(Segment(text, kind, message, trained))
+        attrs = (kind, message, trained)
+        if attrs != self._attrs:
+            self._flush()
+            self._attrs = attrs
+        self._texts.append(text)
 
     def control(self, text: str, message: int | None = None, trained: bool = False) -> None:
         """Template text (may contain special tokens)."""
@@ -86,12 +115,42 @@ class SegmentBuilder:
         for s in segments:
             self.add(s.text, s.kind, s.message, s.trained)
 
+    def _flush(self) -> None:
+        if self._texts:
+            kind, message, trained = self._attrs  # type: ignore[misc]
+            texts = self._texts
+            self._done.append(Segment(texts[0] if len(texts) == 1 else "".join(texts), kind, message, trained))
+            self._texts = []
+
     @property
     def segments(self) -> list[Segment]:
-        return self._segments
+        """The merged segments so far (the builder may still be extended afterwards)."""
+        self._flush()
+        self._attrs = None
+        return self._done
 
     def text(self) -> str:
-        return join(self._segments)
+        return join(self.segments)
+
+
+class _TextSink(SegmentBuilder):
+    """The builder inside :func:`text_only`: keeps the text, drops the attributes."""
+
+    __slots__ = ()
+
+    def add(self, text: str, kind: Kind, message: int | None = None, trained: bool = False) -> None:
+        self._texts.append(text)
+
+    def control(self, text: str, message: int | None = None, trained: bool = False) -> None:
+        self._texts.append(text)
+
+    def content(self, text: str, message: int | None = None, trained: bool = False) -> None:
+        self._texts.append(text)
+
+    @property
+    def segments(self) -> list[Segment]:
+        text = "".join(self._texts)
+        return [Segment(text, Kind.CONTROL)] if text else []
 
 
 def truncate_after_content(segments: Sequence[Segment], message: int) -> list[Segment]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -11,7 +12,7 @@ from typing import Any, ClassVar
 from .config import GenerationConfig
 from .errors import TemplateError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
-from .segments import Kind, Segment, join, truncate_after_content
+from .segments import Kind, Segment, join, text_only, truncate_after_content
 
 #: Texts of the probe turn used to render a follow-up turn (``sequence_start=False``).
 _PROBE_USER = "chatfmt probe question"
@@ -97,11 +98,12 @@ class Template(ABC):
             # Same rule as transformers: both at once is contradictory; the final
             # message is continued, so the generation prompt is dropped.
             add_generation_prompt = False
-        self.check_options(options)
+        if options:
+            self.check_options(options)
         ctx = RenderContext(
             add_generation_prompt=add_generation_prompt,
             now=_as_date(now),
-            options={**self.default_options, **options},
+            options={**self.default_options, **options} if options else self.default_options,
         )
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
@@ -138,6 +140,18 @@ class Template(ABC):
         ``sequence_start=False`` renders only what the given new messages add after
         a previous turn whose reply (with its stop token) the engine already holds.
         """
+        if sequence_start and not continue_final_message:
+            # Same template code; the builder only collects text (see segments.text_only).
+            with text_only():
+                return join(
+                    self.segments(
+                        messages,
+                        tools=tools,
+                        add_generation_prompt=add_generation_prompt,
+                        now=now,
+                        **options,
+                    )
+                )
         return join(
             self.segments(
                 messages,
@@ -183,7 +197,7 @@ class Template(ABC):
             Message(role="user", content=_PROBE_USER, source_role="user", index=0),
             Message(role="assistant", content=_PROBE_ASSISTANT, source_role="assistant", index=1),
         )
-        shifted = tuple(Message(**{**m.__dict__, "index": m.index + 2}) for m in conv.messages)
+        shifted = tuple(dataclasses.replace(m, index=m.index + 2) for m in conv.messages)
         full = Conversation(probe + shifted, conv.tools)
         try:
             segs = self.render_conversation(full, ctx)

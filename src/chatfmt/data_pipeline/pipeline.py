@@ -286,7 +286,10 @@ def tokenize_dataset(
     chunks = _chunks(read_rows(src, split=split), chunk_size)
     out.parent.mkdir(parents=True, exist_ok=True)
     with (
-        pq.ParquetWriter(str(out), OUTPUT_SCHEMA()) as writer,
+        # Token ids are high-cardinality: no dictionary pages; zstd-1 keeps files small and fast.
+        pq.ParquetWriter(
+            str(out), OUTPUT_SCHEMA(), use_dictionary=False, compression="zstd", compression_level=1
+        ) as writer,
         err_path.open("w", encoding="utf-8") as err_fh,
     ):
         for res in _run(chunks, config, workers):

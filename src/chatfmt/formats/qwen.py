@@ -83,7 +83,7 @@ def function_call(template: str, m: Message, call: ToolCall, j: int) -> ToolCall
 
 def tool_json(tool: Tool, i: int) -> str:
     """``tool | tojson``: the caller's tool object, key order kept."""
-    return tojson(dict(tool.raw), where=f"tools[{i}]")
+    return tool.json
 
 
 def chatml_turn(b: SegmentBuilder, role: str, text: str, index: int, trained: bool = False) -> None:
