@@ -190,7 +190,11 @@ def lmdeploy_qwen_messages2prompt(
     tool list when tools are given), ``box_map[role] + content + eox`` per turn, tool calls as
     ``<tool_call>`` JSON, consecutive tool results grouped into one user turn.
     """
-    system, user, assistant = "<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n"
+    system, user, assistant = (
+        "<|im_start|>system\n",
+        "<|im_start|>user\n",
+        "<|im_start|>assistant\n",
+    )
     eosys = eoh = eoa = "<|im_end|>\n"
     sep = "\n"
     box_map = {"user": user, "assistant": assistant, "system": system}
@@ -212,8 +216,10 @@ def lmdeploy_qwen_messages2prompt(
         ret += f"{system}{meta}{eosys}"
     for index, m in enumerate(messages):
         role = m["role"]
-        if role == "user" or (role == "system" and index != 0) or (
-            role == "assistant" and m.get("tool_calls") is None
+        if (
+            role == "user"
+            or (role == "system" and index != 0)
+            or (role == "assistant" and m.get("tool_calls") is None)
         ):
             ret += f"{box_map[role]}{m['content']}{eoa}"
         elif role == "assistant":
@@ -302,7 +308,9 @@ def main() -> None:
     r_lmd = add(
         "render",
         "LMDeploy-style f-string (stand-in)",
-        timed(lambda: [lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in corpus]),
+        timed(
+            lambda: [lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in corpus]
+        ),
     )
     r_hf = add(
         "render",

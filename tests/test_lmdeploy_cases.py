@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -26,8 +27,11 @@ import pytest
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, TemplateNotFoundError, ValidationError
+from chatfmt.formats.glm import python_literal
 from chatfmt.formats.internlm import INTERNLM_META_INSTRUCTION
+from chatfmt.protocol import validate_conversation
 from chatfmt.template import Template
+from test_glm import _glm4_official_messages
 
 from _support import ROOT, SHARED, official_render
 
@@ -134,8 +138,11 @@ CALL_OPTIONS: dict[str, dict[str, Any]] = {
 
 #: chatfmt options reproducing LMDeploy's one-line tools dump in InternLM2's plugin system turn
 #: (the seed's default layout is indented; see tests/test_internlm.py).
+#: For ChatGLM3, the layout its own demo code writes (json.dumps(tools, indent=4)).
 TOOLS_OPTIONS: dict[str, dict[str, Any]] = {
-    name: {"tools_json": "compact", "plugin_prompt": "{prompt}"} for name in ("internlm2", "internlm3")
+    "internlm2": {"tools_json": "compact", "plugin_prompt": "{prompt}"},
+    "internlm3": {"tools_json": "compact", "plugin_prompt": "{prompt}"},
+    "chatglm3": {"tools_json": "indent4"},
 }
 
 _DS = {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>"}
@@ -174,7 +181,8 @@ class Deviation:
     """A known LMDeploy deviation and how chatfmt's different output is checked.
 
     ``check``: ``"official"`` (chatfmt == the official template's render of the same
-    conversation; if the official template raises, chatfmt must raise too), ``"raises"``
+    conversation, with ``fixes`` for what that Jinja cannot express; if the official
+    template raises, chatfmt must raise too), ``"raises"``
     (chatfmt rejects the input with a ValidationError naming the message), ``"fixed"``
     (no official template: chatfmt == LMDeploy's output with ``fixes`` applied) or
     ``"completion"`` (chatfmt's completion behaviour: the message texts, unchanged).
@@ -183,6 +191,7 @@ class Deviation:
     reason: str
     check: str = "official"
     fixes: tuple[tuple[str, str], ...] = ()
+    keys: str = ""  # the keys of :data:`R` the reason is made of
 
 
 R = {
@@ -193,9 +202,10 @@ R = {
     "the official ' ' before and after them.",
     "llama2_default_system": "LMDeploy's llama2 adds Meta's long default system prompt; the "
     "official Llama 2 chat template has no default system prompt.",
-    "llama3_date": "LMDeploy's llama3_1/llama3_2 print the 'Cutting Knowledge Date' header only "
-    "when they add their default system prompt, and add 'You are a helpful assistant.'; the "
-    "official templates always print the date header and add no default text.",
+    "llama3_date": "LMDeploy's llama3_1/llama3_2 add a default 'You are a helpful assistant.' "
+    "system turn (with the 'Cutting Knowledge Date' header in messages2prompt, without it in "
+    "get_prompt) and write a caller's system message without that header; the official "
+    "templates always write the date header and add no default text.",
     "llama3_tools": "LMDeploy's llama3_1 writes its own '<function=…>' tool prompt in the system "
     "turn; the official Llama 3.1/3.2 template puts the JSON tool prompt in the first user turn "
     "and writes tool calls and 'ipython' results.",
@@ -209,7 +219,8 @@ R = {
     "the stop token that ended the previous reply (held by the engine), so the follow-up "
     "starts after it.",
     "glm_tools": "LMDeploy's chatglm3/glm4 drop the tools and the tool call and write the tool "
-    "result as an assistant turn; chatfmt renders the official tool formats.",
+    "result as an assistant turn; chatfmt renders the tool formats of GLM-4's official template "
+    "and of the ChatGLM3 seed.",
     "gemma_system": "LMDeploy writes a system message as bare text before the first turn; the "
     "official Gemma 2 template rejects the system role (chatfmt raises; "
     "merge_system_into_first_user=True folds it in as llama.cpp does).",
@@ -238,8 +249,8 @@ R = {
     "template writes it into the prompt text.",
     "r1_think": "LMDeploy's deepseek-r1 appends '<think>\\n' only in messages2prompt (even after a "
     "final assistant message) and never in get_prompt; the official R1-Distill template opens "
-    "'<think>\\n' in every generation prompt (chatfmt's enable_thinking=False default closes it "
-    "with '</think>', the official enable_thinking behaviour of this template).",
+    "'<think>\\n' in every generation prompt and closes it with '</think>' unless "
+    "enable_thinking is set (chatfmt's default: enable_thinking=False).",
     "ds_tools": "LMDeploy drops the tool call and writes the tool result as bare text; chatfmt "
     "renders the official DeepSeek tool-call and tool-output blocks.",
     "qwen3_system": "LMDeploy's qwen3/qwq write an empty system turn when there is no system "
@@ -248,13 +259,14 @@ R = {
     "'<think>\\n\\n</think>\\n\\n' block before a final assistant message; LMDeploy does not.",
     "qwq_think": "LMDeploy's qwq get_prompt does not open '<think>\\n'; the official QwQ template "
     "opens it in every generation prompt.",
-    "qwen3_tools_system": "LMDeploy's qwen3/qwq write '\\n\\n' before '# Tools' when there is no "
-    "system message; the official templates do not.",
+    "qwen3_tools_system": "LMDeploy's qwen3 writes '\\n\\n' before '# Tools' when there is no "
+    "system message; the official Qwen3 template does not.",
     "qwen_empty_content": "LMDeploy writes '\\n' + content before the tool calls even when the "
-    "content is empty; the official Qwen2.5 template writes no '\\n' for empty content.",
+    "content is empty; the official Qwen2.5/Qwen3/QwQ templates write no '\\n' for empty "
+    "content.",
     "no_tools": "The format has no tool-call protocol: LMDeploy silently drops the tool call and "
     "writes the tool result as bare text; chatfmt raises UnsupportedFeatureError naming the "
-    "message.",
+    "message (or the tools field).",
     "no_tools_official": "The format has no tool-call protocol: LMDeploy drops the tool call and "
     "writes the tool result as bare text, the official template drops the call (and renders or "
     "rejects the 'tool' role); chatfmt raises UnsupportedFeatureError instead of losing it.",
@@ -271,7 +283,7 @@ R = {
 
 def _dev(keys: str, check: str = "official", fixes: tuple[tuple[str, str], ...] = ()) -> Deviation:
     """A deviation with the reasons ``keys`` ('a+b') of :data:`R`."""
-    return Deviation(" ".join(R[k] for k in keys.split("+")), check, fixes)
+    return Deviation(" ".join(R[k] for k in keys.split("+")), check, fixes, keys)
 
 
 def _rows(lms: str, keys: str, deviation: Deviation) -> dict[str, Deviation]:
@@ -291,38 +303,64 @@ LMDEPLOY_DEVIATIONS: dict[str, Deviation] = {
     "expected:test_messages2prompt4internlm2_chat/1": _dev("unanswered_results", "raises"),
     "expected:test_internlm_tool_call/0": _dev("internlm_environment_name", "fixed", (_ENV_NAME,)),
     "expected:test_llama3_1/0": _dev("llama3_tools"),
-    "expected:test_qwen2d5/4": _dev("qwen_empty_content"),
-    "expected:test_qwen2d5/6": _dev("unanswered_results", "raises"),
+    "expected:test_qwen2d5/6": _dev("qwen_empty_content"),
+    "expected:test_qwen2d5/8": _dev("unanswered_results", "raises"),
     # ---------------------------------------------------------------- other_recorded_outputs
-    "other:test_model_config[[fake meta_instruction]-llama2]/0": _dev("space_after_inst"),
+    "other:test_model_config[[fake meta_instruction]-llama2]/0": _dev("bos+space_after_inst"),
     "other:test_vicuna/0": _dev("system_prefix_override", "fixed", ((_SYS, ""),)),
     "other:test_vicuna/2": _dev("voice", "fixed", (("ASSISTANT: ", "ASSISTANT:"),)),
     "other:test_prefix_response/0": _dev("internlm_default_system"),
     "other:test_internlm_chat/0": _dev("system_prefix_override", "fixed", ((_SYS, "<|System|>:"),)),
-    "other:test_llama2/0": _dev("space_after_inst"),
+    "other:test_llama2/0": _dev("bos+space_after_inst"),
     "other:test_llama2/1": _dev("space_after_inst"),
-    "other:test_llama2/2": _dev("llama2_default_system"),
+    "other:test_llama2/2": _dev("llama2_default_system+bos+space_after_inst"),
     # ---------------------------------------------------------------- registry_matrix
-    **_rows("base", _CONV + " assistant_last_prefix tools_conversation", _dev("base_lists", "completion")),
-    **_rows("llama", _CONV + " assistant_last_prefix tools_conversation", _dev("base_lists", "completion")),
+    **_rows(
+        "base",
+        _CONV + " assistant_last_prefix tools_conversation",
+        _dev("base_lists", "completion"),
+    ),
+    **_rows(
+        "llama",
+        _CONV + " assistant_last_prefix tools_conversation",
+        _dev("base_lists", "completion"),
+    ),
     **_rows("baichuan2", "tools_conversation", _dev("no_tools", "raises")),
-    **_rows("chatglm3", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("glm_generation_prompt")),
+    **_rows(
+        "chatglm3",
+        _CONV + " assistant_last_prefix get_prompt_first_turn",
+        _dev("glm_generation_prompt"),
+    ),
     **_rows("chatglm3", "get_prompt_later_turn", _dev("glm_later_turn")),
-    **_rows("chatglm3", "tools_conversation", _dev("glm_tools")),
-    **_rows("glm4", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("glm_generation_prompt")),
+    # ChatGLM3's official Jinja cannot print the call's metadata line; the seed format adds it
+    **_rows(
+        "chatglm3",
+        "tools_conversation",
+        _dev(
+            "glm_tools",
+            fixes=(("<|assistant|>\n ```python", "<|assistant|>get_weather\n ```python"),),
+        ),
+    ),
+    **_rows(
+        "glm4",
+        _CONV + " assistant_last_prefix get_prompt_first_turn",
+        _dev("glm_generation_prompt"),
+    ),
     **_rows("glm4", "get_prompt_later_turn", _dev("glm_later_turn")),
     **_rows("glm4", "tools_conversation", _dev("glm_tools")),
     **_rows("deepseek", "llamacpp_conversation", _dev("bos")),
     **_rows("deepseek", "no_system_conversation get_prompt_first_turn", _dev("deepseek_system")),
-    **_rows("deepseek", "assistant_last_prefix", _dev("prefix_truncation")),
+    **_rows("deepseek", "assistant_last_prefix", _dev("deepseek_system+prefix_truncation")),
     **_rows("deepseek", "tools_conversation", _dev("no_tools_official", "raises")),
-    **_rows("deepseek-coder", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("coder_bos")),
+    **_rows(
+        "deepseek-coder", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("coder_bos")
+    ),
     **_rows("deepseek-coder", "tools_conversation", _dev("no_tools_official", "raises")),
     **_rows("deepseek-r1", _ALL_BUT_TOOLS, _dev("r1_think")),
     **_rows("deepseek-r1", "tools_conversation", _dev("ds_tools")),
     **_rows("deepseek-v3", "tools_conversation", _dev("ds_tools")),
     **_rows("gemma", "llamacpp_conversation", _dev("gemma_system")),
-    **_rows("gemma", "no_system_conversation", _dev("strip")),
+    **_rows("gemma", "no_system_conversation", _dev("bos+strip")),
     **_rows("gemma", "assistant_last_prefix get_prompt_first_turn", _dev("bos")),
     **_rows("gemma", "get_prompt_later_turn", _dev("gemma_later_turn")),
     **_rows("gemma", "tools_conversation", _dev("no_tools_official", "raises")),
@@ -342,14 +380,24 @@ LMDEPLOY_DEVIATIONS: dict[str, Deviation] = {
         "no_system_conversation assistant_last_prefix get_prompt_first_turn",
         _dev("internlm_default_system", "fixed", (_NO_META,)),
     ),
-    **_rows("llama2", _ALL_BUT_TOOLS, _dev("space_after_inst")),
-    **_rows("llama2", "no_system_conversation assistant_last_prefix get_prompt_first_turn", _dev("llama2_default_system")),
+    **_rows("llama2", "llamacpp_conversation", _dev("bos+space_after_inst+strip")),
+    **_rows(
+        "llama2", "no_system_conversation", _dev("llama2_default_system+bos+space_after_inst+strip")
+    ),
+    **_rows(
+        "llama2",
+        "assistant_last_prefix get_prompt_first_turn",
+        _dev("llama2_default_system+bos+space_after_inst"),
+    ),
+    **_rows("llama2", "get_prompt_later_turn", _dev("space_after_inst")),
     **_rows("llama2", "tools_conversation", _dev("no_tools_official", "raises")),
     **_rows("llama3", _CONV, _dev("strip")),
     **_rows("llama3", "tools_conversation", _dev("no_tools_official", "raises")),
-    **_rows("llama3_1", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("llama3_date")),
+    **_rows("llama3_1 llama3_2", _CONV, _dev("llama3_date+strip")),
+    **_rows(
+        "llama3_1 llama3_2", "assistant_last_prefix get_prompt_first_turn", _dev("llama3_date")
+    ),
     **_rows("llama3_1", "tools_conversation", _dev("llama3_tools")),
-    **_rows("llama3_2", _CONV + " assistant_last_prefix get_prompt_first_turn", _dev("llama3_date")),
     **_rows("llama3_2", "tools_conversation", _dev("llama3_tools")),
     **_rows("mistral", _ALL_BUT_TOOLS, _dev("mistral_spaces")),
     **_rows("mistral", "tools_conversation", _dev("no_tools_official", "raises")),
@@ -362,14 +410,23 @@ LMDEPLOY_DEVIATIONS: dict[str, Deviation] = {
     **_rows("qwen", "tools_conversation", _dev("no_tools_official", "raises")),
     **_rows("qwen2d5", "tools_conversation", _dev("qwen_empty_content")),
     **_rows("qwen3", "no_system_conversation get_prompt_first_turn", _dev("qwen3_system")),
-    **_rows("qwen3", "assistant_last_prefix", _dev("qwen3_reasoning")),
-    **_rows("qwen3", "tools_conversation", _dev("qwen3_tools_system")),
+    **_rows("qwen3", "assistant_last_prefix", _dev("qwen3_system+qwen3_reasoning")),
+    **_rows("qwen3", "tools_conversation", _dev("qwen3_tools_system+qwen_empty_content")),
     **_rows("qwq", "no_system_conversation assistant_last_prefix", _dev("qwen3_system")),
-    **_rows("qwq", "get_prompt_first_turn get_prompt_later_turn", _dev("qwq_think")),
-    **_rows("qwq", "tools_conversation", _dev("qwen3_tools_system")),
-    **_rows("vicuna", "assistant_last_prefix", _dev("prefix_truncation", "fixed", (("ASSISTANT: H", "ASSISTANT: Hi"),))),
+    **_rows("qwq", "get_prompt_first_turn", _dev("qwen3_system+qwq_think")),
+    **_rows("qwq", "get_prompt_later_turn", _dev("qwq_think")),
+    **_rows("qwq", "tools_conversation", _dev("qwen_empty_content")),
+    **_rows(
+        "vicuna",
+        "assistant_last_prefix",
+        _dev("prefix_truncation", "fixed", (("ASSISTANT: H", "ASSISTANT: Hi"),)),
+    ),
     **_rows("vicuna", "tools_conversation", _dev("no_tools", "raises")),
-    **_rows("wizardlm", "assistant_last_prefix", _dev("prefix_truncation", "fixed", (("ASSISTANT: H", "ASSISTANT: Hi"),))),
+    **_rows(
+        "wizardlm",
+        "assistant_last_prefix",
+        _dev("prefix_truncation", "fixed", (("ASSISTANT: H", "ASSISTANT: Hi"),)),
+    ),
     **_rows("wizardlm", "tools_conversation", _dev("no_tools", "raises")),
     **_rows("yi", "tools_conversation", _dev("no_tools", "raises")),
 }
@@ -386,7 +443,7 @@ class Call:
     sequence_start: bool = True
     continue_final: bool = False
     completion: bool = False
-    adapted: tuple[str, ...] = field(default=())
+    adapted: tuple[str, ...] = ()
     options: tuple[tuple[str, Any], ...] = ()
 
 
@@ -519,14 +576,63 @@ def chatfmt_render(call: Call) -> str:
     )
 
 
+_CHATGLM3_TOOLS_PROMPT = (
+    "Answer the following questions as best as you can. You have access to the following tools:\n"
+)
+
+
+def _chatglm3_message_form(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> tuple[list[dict[str, Any]], None]:
+    """The messages ChatGLM3's own demo builds for its template: a tools system turn,
+    calls as ``metadata`` + ```python tool_call(...)```, results as ``observation``."""
+    functions = [t["function"] for t in tools or ()]
+    out: list[dict[str, Any]] = [
+        {
+            "role": "system",
+            "content": _CHATGLM3_TOOLS_PROMPT + json.dumps(functions, ensure_ascii=False, indent=4),
+        }
+    ]
+    for m in validate_conversation(messages, tools).messages:
+        if m.role == "assistant" and m.tool_calls:
+            for c in m.tool_calls:
+                args = ", ".join(f"{k}={python_literal(v)}" for k, v in c.arguments.items())
+                code = f"```python\ntool_call({args})\n```"
+                out.append({"role": "assistant", "metadata": c.name, "content": code})
+        elif m.role == "tool":
+            out.append({"role": "observation", "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out, None
+
+
+def _glm4_message_form(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+) -> tuple[list[dict[str, Any]], None]:
+    return _glm4_official_messages({"messages": messages, "tools": tools}), None
+
+
+#: Templates whose official Jinja takes tools in the message form the model's own code
+#: builds (not OpenAI's ``tools=``): chatfmt template -> converter.
+OFFICIAL_TOOL_FORMS: dict[str, Callable[..., tuple[list[dict[str, Any]], Any]]] = {
+    "chatglm3": _chatglm3_message_form,
+    "glm4": _glm4_message_form,
+}
+
+
 def _official(call: Call, messages: list[dict[str, Any]], **kw: Any) -> str:
     file, variables = OFFICIAL[call.template]
     source = (DATA / file).read_text(encoding="utf-8")
+    tools = call.tools
+    if tools and call.template in OFFICIAL_TOOL_FORMS:
+        messages, tools = OFFICIAL_TOOL_FORMS[call.template](messages, tools)
+    defaults = chatfmt.get_template(call.template).default_options
+    thinking = {k: v for k, v in defaults.items() if k == "enable_thinking"}
     return official_render(
         source,
         messages,
-        tools=call.tools,
-        **{**variables, **CALL_OPTIONS.get(call.template, {}), **kw},
+        tools=tools,
+        **{**thinking, **variables, **CALL_OPTIONS.get(call.template, {}), **kw},
     )
 
 
@@ -591,8 +697,10 @@ def check(case: Case) -> Verdict:
         return Verdict(case, "identical")
     assert ours != case.expected, f"{where}: listed as a deviation but chatfmt matches LMDeploy"
     if dev.check == "raises":
-        assert isinstance(error, ValidationError), f"{where}: expected a ValidationError, got {ours!r}"
-        assert error.index is not None, f"{where}: the error names no message: {error}"
+        assert isinstance(error, ValidationError), (
+            f"{where}: expected a ValidationError, got {ours!r}"
+        )
+        assert error.index is not None or error.field, f"{where}: the error names nothing: {error}"
     elif dev.check == "official":
         try:
             official: str | None = official_output(call)
@@ -602,6 +710,9 @@ def check(case: Case) -> Verdict:
             assert error is not None, f"{where}: the official template raises, chatfmt rendered"
         else:
             assert error is None, f"{where}: chatfmt raised {error!r}; official {official!r}"
+            for old, new in dev.fixes:
+                assert old in official, f"{where}: fix {old!r} does not apply"
+                official = official.replace(old, new)
             assert ours == official, f"{where}:\n chatfmt  {ours!r}\n official {official!r}"
     elif dev.check == "fixed":
         assert error is None, f"{where}: chatfmt raised {error!r}"
@@ -624,16 +735,40 @@ def _ids(cases: tuple[Case, ...]) -> list[str]:
     return [c.case_id for c in cases]
 
 
-def _section(prefix: str) -> tuple[Case, ...]:
-    return tuple(c for c in all_cases() if c.case_id.startswith(prefix + ":"))
+def _case_ids() -> list[str]:
+    return _ids(all_cases()) if CASES_FILE.is_file() else []
+
+
+@cache
+def verdicts() -> dict[str, str]:
+    """case id -> verdict kind, for every case (raises on the first failing case)."""
+    return {c.case_id: check(c).kind for c in all_cases()}
 
 
 @pytest.mark.usefixtures("shared_dir")
-@pytest.mark.parametrize("prefix", ["expected", "other", "matrix"])
-def test_lmdeploy_outputs(prefix: str) -> None:
+@pytest.mark.parametrize("case_id", _case_ids())
+def test_lmdeploy_case(case_id: str) -> None:
     """Each recorded output: identical, a checked deviation, or out of scope."""
-    verdicts = [check(c) for c in _section(prefix)]
-    assert verdicts and all(v.kind in {"identical", "deviation", "out of scope"} for v in verdicts)
+    case = next(c for c in all_cases() if c.case_id == case_id)
+    verdict = check(case)
+    if case.call is None:
+        assert verdict.kind == "out of scope" and verdict.reason
+    else:
+        assert verdict.kind == ("deviation" if case_id in LMDEPLOY_DEVIATIONS else "identical")
+
+
+@pytest.mark.usefixtures("shared_dir")
+def test_counts_and_docs() -> None:
+    """docs/lmdeploy.md lists every case with the verdict this test computes."""
+    kinds = verdicts()
+    assert Counter(kinds.values()) == {"identical": 91, "deviation": 122, "out of scope": 210}
+    doc = (ROOT / "docs" / "lmdeploy.md").read_text(encoding="utf-8")
+    row = re.compile(
+        r"^\| `((?:expected|other|matrix):[^`]+)` \| `[^`]*` \| [^|]* \| "
+        r"(identical|deviation|out of scope)",
+        re.M,
+    )
+    assert dict(row.findall(doc)) == kinds
 
 
 @pytest.mark.usefixtures("shared_dir")
@@ -657,7 +792,9 @@ def test_dict_content_is_rejected_then_adapted() -> None:
     adapted = [c for c in all_cases() if c.call is not None and c.call.adapted]
     assert len(adapted) == 2
     raw = next(
-        c for c in _data()["expected_output_cases"] if any(isinstance(m.get("content"), dict) for m in c.get("messages", []))
+        c
+        for c in _data()["expected_output_cases"]
+        if any(isinstance(m.get("content"), dict) for m in c.get("messages", []))
     )
     with pytest.raises(ValidationError) as err:
         chatfmt.render(raw["messages"], "qwen2.5", tools=_wrap(raw["tools"]))
@@ -698,18 +835,12 @@ def test_mapped_templates_and_officials_exist() -> None:
 MATCH_DIFFERENCES: dict[str, str] = {
     "base": "chatfmt has no silent fallback: a name no template matches raises "
     "TemplateNotFoundError (use a completion template such as internlm-7b explicitly)",
-    "wizardlm": "chatfmt does not resolve WizardLM model ids; WizardLM v1.0 uses the Vicuna 1.1 "
-    "format, so use template 'vicuna'",
-    "deepseek": "chatfmt does not resolve DeepSeek LLM/MoE chat model ids (deepseek-llm-*-chat, "
-    "deepseek-moe-16b-chat); their 'User: …\\n\\nAssistant:' format is chatfmt's deepseek-v2 "
-    "(alias 'deepseek')",
 }
-#: chatfmt bugs: model ids resolved to a template whose text rendering is not the model's.
-MATCH_BUGS: dict[str, str] = {
-    "qwen2d5-vl": "chatfmt resolves Qwen2.5-VL model ids to qwen2.5, whose default system prompt "
-    "is 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.'; Qwen2.5-VL's own "
-    "template writes 'You are a helpful assistant.' (chatfmt's 'qwen' template renders its "
-    "text-only chats exactly)",
+#: LMDeploy answers whose text format is a chatfmt template of another name.
+MATCH_TEXT_FORMAT: dict[str, str] = {
+    # Qwen2.5-VL's own template (the qwen2.5vl GGUF Jinja) is plain ChatML with
+    # 'You are a helpful assistant.' for text-only chats: chatfmt's `qwen`.
+    "qwen2d5-vl": "qwen",
 }
 
 
@@ -720,9 +851,12 @@ def _match_ids() -> list[str]:
 @pytest.mark.usefixtures("shared_dir")
 @pytest.mark.parametrize("model_path", _match_ids())
 def test_match_cases(model_path: str) -> None:
-    answer = next(c["template_name"] for c in _data()["match_cases"] if c["model_path"] == model_path)
-    if answer in MATCH_BUGS:
-        pytest.xfail(MATCH_BUGS[answer])
+    answer = next(
+        c["template_name"] for c in _data()["match_cases"] if c["model_path"] == model_path
+    )
+    if answer in MATCH_TEXT_FORMAT:
+        assert chatfmt.get_template(model_path).name == MATCH_TEXT_FORMAT[answer]
+        return
     if answer in OUT_OF_SCOPE or answer in MATCH_DIFFERENCES:
         with pytest.raises(TemplateNotFoundError):
             chatfmt.get_template(model_path)
@@ -731,12 +865,13 @@ def test_match_cases(model_path: str) -> None:
 
 
 def _qwen25_vl_official() -> str:
-    data = json.loads((SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text(encoding="utf-8"))
+    data = json.loads(
+        (SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text(encoding="utf-8")
+    )
     return next(e["gguf"] for e in data["entries"] if e["model"] == "library/qwen2.5vl:latest")
 
 
 @pytest.mark.usefixtures("shared_dir")
-@pytest.mark.xfail(strict=True, reason=MATCH_BUGS["qwen2d5-vl"])
 def test_qwen25_vl_resolves_to_its_text_format() -> None:
     msgs = [{"role": "user", "content": "What's the temperature in San Francisco now?"}]
     official = official_render(_qwen25_vl_official(), msgs)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .api import get_template, list_templates, render, render_segments
 from .config import GenerationConfig
 from .errors import (
@@ -22,12 +24,28 @@ from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
 
+if TYPE_CHECKING:
+    from .tokens import Encoding, encode, encode_batch, load_tokenizer
+
 __version__ = "0.1.0"
+
+#: Token-level API, imported on first use (it needs the ``tokenizers`` extra: numpy & co).
+_LAZY = {"Encoding", "encode", "encode_batch", "load_tokenizer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import tokens
+
+        return getattr(tokens, name)
+    raise AttributeError(f"module 'chatfmt' has no attribute {name!r}")
+
 
 __all__ = [
     "REGISTRY",
     "ChatFmtError",
     "Conversation",
+    "Encoding",
     "GenerationConfig",
     "Kind",
     "Message",
@@ -49,9 +67,12 @@ __all__ = [
     "UnsupportedFeatureError",
     "ValidationError",
     "__version__",
+    "encode",
+    "encode_batch",
     "get_template",
     "list_templates",
     "load_spec_file",
+    "load_tokenizer",
     "merge_deltas",
     "parse",
     "register",

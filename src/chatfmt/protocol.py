@@ -371,7 +371,9 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
             )
         text, copied = _json_copy(raw, where)
         if ttype == "code_interpreter":
-            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=copied, json=text))
+            out.append(
+                Tool(type="code_interpreter", name="code_interpreter", raw=copied, json=text)
+            )
             continue
         fn = copied.get("function")
         if not isinstance(fn, Mapping):
@@ -388,7 +390,14 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
                 "must be a JSON-schema object", field=f"{where}.function.parameters"
             )
         out.append(
-            Tool(type="function", name=name, description=desc, parameters=params, raw=copied, json=text)
+            Tool(
+                type="function",
+                name=name,
+                description=desc,
+                parameters=params,
+                raw=copied,
+                json=text,
+            )
         )
     return tuple(out)
 

@@ -119,7 +119,9 @@ class SegmentBuilder:
         if self._texts:
             kind, message, trained = self._attrs  # type: ignore[misc]
             texts = self._texts
-            self._done.append(Segment(texts[0] if len(texts) == 1 else "".join(texts), kind, message, trained))
+            self._done.append(
+                Segment(texts[0] if len(texts) == 1 else "".join(texts), kind, message, trained)
+            )
             self._texts = []
 
     @property

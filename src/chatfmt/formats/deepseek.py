@@ -140,7 +140,13 @@ class DeepSeekV2Template(Template):
         "deepseek-ai/DeepSeek-Coder-V2-Instruct",
         "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct",
     )
-    model_patterns = (r"deepseek-v2(-lite)?-chat", r"deepseek-coder-v2")
+    # DeepSeek LLM / MoE chat models use the same 'User: …\n\nAssistant:' format.
+    model_patterns = (
+        r"deepseek-v2(-lite)?-chat",
+        r"deepseek-coder-v2",
+        r"deepseek-moe-[\d.]+b-chat",
+        r"deepseek-llm-[\d.]+b-chat",
+    )
     description = "DeepSeek V2: 'User: …\\n\\nAssistant: …<｜end▁of▁sentence｜>'."
     source = "official Jinja: deepseek-ai-DeepSeek-V2-Chat.jinja (llama.cpp test case)"
     official_templates = ("deepseek-ai-DeepSeek-V2-Chat.jinja",)

@@ -59,7 +59,7 @@ VICUNA = register(
             "lmsys/vicuna-13b-v1.3",
             "lmsys/vicuna-33b-v1.3",
         ),
-        model_patterns=(r"vicuna",),
+        model_patterns=(r"vicuna", r"wizardlm-\d+b-v1\.0"),  # WizardLM v1.0 uses Vicuna 1.1
         description="Vicuna v1.1+ (FastChat): '{system} USER: … ASSISTANT: …</s>' with the default system prompt.",
         source="FastChat vicuna_v1.1 conversation template (lmsys/vicuna-*-v1.5 ship no Jinja template); lmdeploy vicuna",
         default_system=_VICUNA_SYSTEM,

@@ -209,7 +209,7 @@ class Qwen25Template(_QwenToolsBase):
         "Qwen/Qwen2.5-Coder-7B-Instruct",
         "Qwen/Qwen2.5-Coder-32B-Instruct",
     )
-    model_patterns = (r"qwen2\.?5.*(instruct|chat)", r"qwen2\.?5-coder.*instruct")
+    model_patterns = (r"qwen2\.?5(?!-vl|-omni).*(instruct|chat)", r"qwen2\.?5-coder.*instruct")
     description = (
         "Qwen2.5 Instruct: ChatML, default system 'You are Qwen, created by Alibaba Cloud…', "
         "tools as JSON in <tools>, calls in <tool_call>, results in <tool_response> user turns."
@@ -389,7 +389,13 @@ QWEN = register(
             "Qwen/Qwen2-7B-Instruct",
             "Qwen/Qwen2-72B-Instruct",
         ),
-        model_patterns=(r"^qwen-.*chat", r"qwen1\.5.*chat", r"^qwen2-.*instruct"),
+        # Qwen2.5-VL's own template is this format for text-only chats (images are not supported).
+        model_patterns=(
+            r"^qwen-.*chat",
+            r"qwen1\.5.*chat",
+            r"^qwen2-.*instruct",
+            r"qwen2\.?5-vl.*instruct",
+        ),
         description=(
             "Qwen (1), Qwen1.5 and Qwen2 chat: plain ChatML with the default system prompt "
             "'You are a helpful assistant.'"
