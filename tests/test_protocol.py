@@ -218,6 +218,10 @@ def test_caller_objects_are_not_mutated() -> None:
     ]
     tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     before = copy.deepcopy((messages, tools))
-    conv = validate_conversation(messages, tools)
-    conv.messages[1].tool_calls[0].arguments["k"].append(2)  # our copy, not theirs
+    validate_conversation(messages, tools)
+    for name in ("qwen2.5", "llama3.1", "internlm2", "glm4.5", "mistral-v7"):
+        try:
+            chatfmt.render_segments(messages, name, tools=tools)
+        except chatfmt.ChatFmtError:
+            pass
     assert (messages, tools) == before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,15 +39,6 @@ _MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id", "rea
 
 def _json_dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
-
-
-def _json_copy(value: Any, where: str, index: int | None = None) -> tuple[str, Any]:
-    """JSON text of ``value`` and a private deep copy of it (one C-speed round trip)."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"not JSON-serializable ({exc})", index=index, field=where) from None
-    return text, json.loads(text)
 
 
 @dataclass(slots=True)
@@ -123,8 +115,9 @@ class Message:
 class Tool:
     """A tool offered to the model: an OpenAI function tool or the code interpreter.
 
-    ``raw`` is a private deep copy of the caller's tool object, kept so that
-    templates which print the tool as JSON print exactly what was given.
+    ``raw`` is the caller's tool object itself (read, never written: copying every tool
+    schema on every request costs more than rendering), so templates that print the tool
+    as JSON print exactly what was given.
     """
 
     type: Literal["function", "code_interpreter"]
@@ -132,8 +125,18 @@ class Tool:
     description: str | None = None
     parameters: Any = None
     raw: Mapping[str, Any] = field(default_factory=dict)
-    #: ``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping).
-    json: str = "{}"
+    #: Position in the ``tools`` list (for error messages).
+    index: int = 0
+
+    @functools.cached_property
+    def json(self) -> str:
+        """``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping)."""
+        try:
+            return json.dumps(self.raw, ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(
+                f"not JSON-serializable ({exc})", field=f"tools[{self.index}]"
+            ) from None
 
     @property
     def function(self) -> dict[str, Any]:
@@ -278,8 +281,16 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
             arguments_json=args,
             arguments_given_as_string=True,
         )
-    text, copied = _json_copy(args, f"{where}.function.arguments", index)
-    return ToolCall(type="function", name=name, id=call_id, arguments=copied, arguments_json=text)
+    try:
+        text = json.dumps(args, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(
+            f"arguments is not JSON-serializable ({exc})",
+            index=index,
+            field=f"{where}.function.arguments",
+        ) from None
+    # The caller's object is referenced, not copied: validated objects are read-only.
+    return ToolCall(type="function", name=name, id=call_id, arguments=args, arguments_json=text)
 
 
 #: Roles whose message needs nothing but a string content (the fast path).
@@ -369,13 +380,10 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
                 f"unknown tool type {ttype!r} (expected 'function' or 'code_interpreter')",
                 field=f"{where}.type",
             )
-        text, copied = _json_copy(raw, where)
         if ttype == "code_interpreter":
-            out.append(
-                Tool(type="code_interpreter", name="code_interpreter", raw=copied, json=text)
-            )
+            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=raw, index=i))
             continue
-        fn = copied.get("function")
+        fn = raw.get("function")
         if not isinstance(fn, Mapping):
             raise ValidationError("missing 'function' object", field=f"{where}.function")
         name = fn.get("name")
@@ -390,14 +398,7 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
                 "must be a JSON-schema object", field=f"{where}.function.parameters"
             )
         out.append(
-            Tool(
-                type="function",
-                name=name,
-                description=desc,
-                parameters=params,
-                raw=copied,
-                json=text,
-            )
+            Tool(type="function", name=name, description=desc, parameters=params, raw=raw, index=i)
         )
     return tuple(out)
 
@@ -420,7 +421,18 @@ def validate_conversation(
         raise ValidationError(
             "messages must be a list of message objects, got a single object", field="messages"
         )
-    msgs = tuple(validate_message(m, i) for i, m in enumerate(messages))
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        if type(m) is dict and len(m) == 2:  # the common case, inlined: {"role", "content": str}
+            role_in = m.get("role")
+            content = m.get("content")
+            if type(content) is str and type(role_in) is str:
+                role = _PLAIN_ROLES.get(role_in)
+                if role is not None:
+                    out.append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
+                    continue
+        out.append(validate_message(m, i))
+    msgs = tuple(out)
     seen_ids: set[str] = set()
     any_call = False
     for msg in msgs:

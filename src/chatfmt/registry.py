@@ -83,12 +83,13 @@ class Registry:
         )  # Jinja sources, .jinja/GGUF/tokenizer_config loaders
 
     def names(self) -> list[str]:
-        self._ensure_loaded()
-        return [t.name for t in self._templates.values()]
+        """Template names, sorted (independent of module import order)."""
+        return [t.name for t in self]
 
     def __iter__(self) -> Iterator[Template]:
+        """Templates sorted by name, so listings never depend on import order."""
         self._ensure_loaded()
-        return iter(list(self._templates.values()))
+        return iter(sorted(self._templates.values(), key=lambda t: t.name))
 
     def __contains__(self, name: str) -> bool:
         self._ensure_loaded()
@@ -146,15 +147,14 @@ class Registry:
         for model_id, key in self._model_ids.items():
             if model_id.rsplit("/", 1)[-1] == basename:
                 return self._templates[key]
-        best: tuple[int, int, Template] | None = None
-        for order, tpl in enumerate(self._templates.values()):
+        # The longest pattern match wins; ties go to the first template by name.
+        best: tuple[int, Template] | None = None
+        for tpl in self:
             for pattern in tpl.model_patterns:
                 m = re.search(pattern, basename)
-                if m:
-                    score = (m.end() - m.start(), order)
-                    if best is None or score[:2] > best[:2]:
-                        best = (score[0], score[1], tpl)
-        return best[2] if best else None
+                if m and (best is None or m.end() - m.start() > best[0]):
+                    best = (m.end() - m.start(), tpl)
+        return best[1] if best else None
 
     def suggest(self, query: str, n: int = 5) -> list[str]:
         words = list(self._templates) + list(self._aliases)

@@ -6,7 +6,6 @@ import dataclasses
 import datetime as _dt
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .config import GenerationConfig
@@ -19,13 +18,27 @@ _PROBE_USER = "chatfmt probe question"
 _PROBE_ASSISTANT = "chatfmt probe answer"
 
 
-@dataclass(frozen=True)
 class RenderContext:
-    """Per-call settings a template may read."""
+    """Per-call settings a template may read: the generation-prompt flag, the date, options."""
 
-    add_generation_prompt: bool = True
-    now: _dt.date = field(default_factory=_dt.date.today)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = ("_now", "add_generation_prompt", "options")
+
+    def __init__(
+        self,
+        add_generation_prompt: bool = True,
+        now: _dt.date | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.add_generation_prompt = add_generation_prompt
+        self.options: Mapping[str, Any] = options if options is not None else {}
+        self._now = now
+
+    @property
+    def now(self) -> _dt.date:
+        """The date templates print (``now=`` of the call, else today; looked up only if read)."""
+        if self._now is None:
+            self._now = _dt.date.today()
+        return self._now
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -102,7 +115,7 @@ class Template(ABC):
             self.check_options(options)
         ctx = RenderContext(
             add_generation_prompt=add_generation_prompt,
-            now=_as_date(now),
+            now=None if now is None else _as_date(now),
             options={**self.default_options, **options} if options else self.default_options,
         )
         if isinstance(messages, str):

@@ -170,12 +170,31 @@ def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[np.nd
             )
         return np.frombuffer(buf, dtype=np.uint32).astype(np.int64)
 
-    if threads > 1 and len(texts) > 1:
+    total = sum(len(t) for t in texts)
+    if threads > 1 and len(texts) > 1 and total > _PARALLEL_MIN_CHARS:
+        # One task per thread over a contiguous share of the text (tiktoken releases the GIL);
+        # a future per run would cost more than short runs take to encode.
         from concurrent.futures import ThreadPoolExecutor
 
+        bounds = [0]
+        share, acc = total / threads, 0
+        for i, t in enumerate(texts):
+            acc += len(t)
+            if acc >= share * len(bounds) and len(bounds) < threads:
+                bounds.append(i + 1)
+        bounds.append(len(texts))
+
+        def part(k: int) -> list[np.ndarray]:
+            return [one(t) for t in texts[bounds[k] : bounds[k + 1]]]
+
         with ThreadPoolExecutor(threads) as pool:
-            return list(pool.map(one, texts))
+            parts = list(pool.map(part, range(len(bounds) - 1)))
+        return [ids for chunk in parts for ids in chunk]
     return [one(t) for t in texts]
+
+
+#: Below this many characters a batch is encoded on the calling thread.
+_PARALLEL_MIN_CHARS = 20_000
 
 
 # ---------------------------------------------------------------------- Hugging Face tokenizers
