@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 
@@ -220,8 +221,6 @@ def test_caller_objects_are_not_mutated() -> None:
     before = copy.deepcopy((messages, tools))
     validate_conversation(messages, tools)
     for name in ("qwen2.5", "llama3.1", "internlm2", "glm4.5", "mistral-v7"):
-        try:
+        with contextlib.suppress(chatfmt.ChatFmtError):
             chatfmt.render_segments(messages, name, tools=tools)
-        except chatfmt.ChatFmtError:
-            pass
     assert (messages, tools) == before
