@@ -299,17 +299,22 @@ def main() -> None:
         "render",
         f"chatfmt render ({tpl.name})",
         timed(
-            lambda: rendered.extend(
-                tpl.render(c["messages"], tools=c.get("tools"), add_generation_prompt=False)
-                for c in corpus
-            )
+            lambda: rendered.__setitem__(
+                slice(None),
+                [
+                    tpl.render(c["messages"], tools=c.get("tools"), add_generation_prompt=False)
+                    for c in corpus
+                ],
+            ),
+            repeat=3,
         ),
     )
     r_lmd = add(
         "render",
         "LMDeploy-style f-string (stand-in)",
         timed(
-            lambda: [lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in corpus]
+            lambda: [lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in corpus],
+            repeat=3,
         ),
     )
     r_hf = add(
