@@ -12,7 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, RoleOrderError, ValidationError
+from chatfmt.errors import (
+    ChatFmtError,
+    RoleOrderError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from chatfmt.formats.cohere import jinja_indent
 from chatfmt.segments import Kind, join
 
@@ -199,6 +204,21 @@ def _call_without_content(msgs: list[dict[str, Any]]) -> bool:
     return any(m.get("tool_calls") and m.get("content") is None for m in msgs)
 
 
+def _g3_dropped(msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """Where the official Granite 3 template would drop tool calls silently (text with calls)."""
+    return {
+        (i, "tool_calls") for i, m in enumerate(msgs) if m.get("tool_calls") and m.get("content")
+    }
+
+
+def _g3_normalized(msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documented workaround: content "" with tool calls renders as content null."""
+    return [
+        {**m, "content": None} if m.get("tool_calls") and m.get("content") == "" else m
+        for m in msgs
+    ]
+
+
 G3_OPTIONS = st.sampled_from(
     [
         {},
@@ -220,7 +240,17 @@ def test_granite3_matches_official(
     conv: dict[str, Any], agp: bool, opts: dict[str, Any], with_tools: bool
 ) -> None:
     conv = {**conv, "tools": conv["tools"] if with_tools else None}
-    check("granite3", G3, conv, agp, exempt=_call_without_content, **opts)
+    tpl = chatfmt.get_template("granite3")
+    kwargs = dict(tools=conv["tools"], add_generation_prompt=agp, now=TODAY, **opts)
+    lost = _g3_dropped(conv["messages"])
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(conv["messages"], **kwargs)
+        assert (err.value.index, err.value.field) in lost
+        return
+    norm = {**conv, "messages": _g3_normalized(conv["messages"])}
+    check("granite3", G3, norm, agp, exempt=_call_without_content, **opts)
+    assert tpl.render(conv["messages"], **kwargs) == tpl.render(norm["messages"], **kwargs)
     check_follow_up("granite3", conv, **opts)
 
 
@@ -255,6 +285,22 @@ def test_granite_examples() -> None:
     assert (
         '<|start_of_role|>assistant<|end_of_role|><|tool_call|>[{"name": "search", "arguments": {"query": "x"}}]'
         in out
+    )
+    # Content "" counts as null; text with calls would lose the calls officially, so it raises.
+    empty = {**call, "content": ""}
+    assert g3.render([*msgs, empty], tools=TOOLS, now=TODAY) == g3.render(
+        [*msgs, call], tools=TOOLS, now=TODAY
+    )
+    with pytest.raises(UnsupportedFeatureError) as err:
+        g3.render([*msgs, {**call, "content": "Let me check."}], tools=TOOLS, now=TODAY)
+    assert (err.value.index, err.value.field) == (1, "tool_calls")
+    assert "drop" in str(err.value)
+    official = official_render(
+        G3, [*msgs, {**call, "content": "Let me check."}], tools=TOOLS, add_generation_prompt=False
+    )
+    # The official template writes only the text: the call is lost.
+    assert official.split("<|start_of_role|>assistant<|end_of_role|>")[-1] == (
+        "Let me check.<|end_of_text|>\n"
     )
     g4 = chatfmt.get_template("ibm-granite/granite-4.0-h-small")
     out4 = g4.render([*msgs, call, {"role": "tool", "content": "sunny"}], tools=TOOLS)

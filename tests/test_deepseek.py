@@ -60,6 +60,37 @@ def oracle(name: str, messages: list[dict[str, Any]], **kwargs: Any) -> str:
     return out[0] if isinstance(out, list) else out
 
 
+#: Templates whose official version writes tool calls only for content null.
+NULL_CONTENT_CALLS = ("deepseek-v3", "deepseek-r1-distill-llama")
+
+
+def dropped(name: str, messages: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """(index, field) of what the official template would drop silently; chatfmt raises there."""
+    out: set[tuple[int, str]] = set()
+    if name in NULL_CONTENT_CALLS:
+        out |= {
+            (i, "tool_calls")
+            for i, m in enumerate(messages)
+            if m["role"] == "assistant" and m.get("tool_calls") and m.get("content")
+        }
+    if name.startswith("deepseek-r1"):  # only the last system message is written
+        systems = [i for i, m in enumerate(messages) if m["role"] == "system"]
+        out |= {(i, "role") for i in systems[:-1]}
+    return out
+
+
+def normalized(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The documented workaround: content "" with tool calls renders as content null."""
+    if name not in NULL_CONTENT_CALLS:
+        return messages
+    return [
+        {**m, "content": None}
+        if m["role"] == "assistant" and m.get("tool_calls") and m.get("content") == ""
+        else m
+        for m in messages
+    ]
+
+
 def check_same(
     name: str,
     messages: list[dict[str, Any]],
@@ -68,9 +99,19 @@ def check_same(
     agp: bool = True,
     **options: Any,
 ) -> str | None:
+    """chatfmt == official (of the normalized conversation); a chatfmt error where it raises
+    or where it would drop data silently."""
     tpl = chatfmt.get_template(name)
+    lost = dropped(name, messages)
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(messages, tools=tools, add_generation_prompt=agp, **options)
+        assert (err.value.index, err.value.field) in lost
+        return "dropped"
     try:
-        expected = oracle(name, messages, tools=tools, add_generation_prompt=agp, **options)
+        expected = oracle(
+            name, normalized(name, messages), tools=tools, add_generation_prompt=agp, **options
+        )
     except Exception as exc:
         with pytest.raises(ChatFmtError):
             tpl.render(messages, tools=tools, add_generation_prompt=agp, **options)
@@ -250,6 +291,77 @@ def test_r1_distill_strips_think_history_and_opens_think() -> None:
     qwen = chatfmt.get_template("DeepSeek-R1-Distill-Qwen-7B")
     assert qwen.render(msgs).endswith("<｜Assistant｜><think>\n</think>")
     assert qwen.render(msgs, enable_thinking=True).endswith("<｜Assistant｜><think>\n")
+
+
+CALL = {
+    "id": "abcdefghi",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+}
+
+
+def _call_turn(content: str | None) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": content, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": "abcdefghi", "content": "sunny"},
+    ]
+
+
+@pytest.mark.parametrize("name", NULL_CONTENT_CALLS)
+def test_tool_calls_with_text_raise_instead_of_vanishing(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(_call_turn("Let me check."), tools=TOOLS)
+    assert (err.value.index, err.value.field) == (1, "tool_calls")
+    assert "drop" in str(err.value)
+    # The same in a follow-up fragment: the index is the fragment's own.
+    with pytest.raises(UnsupportedFeatureError) as follow:
+        tpl.render(_call_turn("Let me check.")[1:], sequence_start=False)
+    assert (follow.value.index, follow.value.field) == (0, "tool_calls")
+
+
+@pytest.mark.parametrize("name", NULL_CONTENT_CALLS)
+@pytest.mark.parametrize("agp", [False, True])
+def test_empty_content_with_tool_calls_renders_like_null(name: str, agp: bool) -> None:
+    tpl = chatfmt.get_template(name)
+    got = tpl.render(_call_turn(""), tools=TOOLS, add_generation_prompt=agp)
+    assert got == tpl.render(_call_turn(None), tools=TOOLS, add_generation_prompt=agp)
+    assert got == oracle(name, _call_turn(None), add_generation_prompt=agp)
+    assert 'get_weather\n```json\n{"city": "Paris"}\n```' in got
+    # The official render of the raw conversation loses the call: that is what chatfmt avoids.
+    assert "get_weather" not in oracle(name, _call_turn(""), add_generation_prompt=agp)
+
+
+def test_r1_qwen_keeps_text_and_calls() -> None:
+    """R1-Distill-Qwen writes calls whenever there are any, then the text: nothing is lost."""
+    msgs = _call_turn("Let me check.")
+    got = chatfmt.get_template("deepseek-r1-distill-qwen").render(msgs)
+    assert got == oracle("deepseek-r1-distill-qwen", msgs, add_generation_prompt=True)
+    assert "get_weather" in got and "Let me check." in got
+
+
+@pytest.mark.parametrize("name", ["deepseek-r1-distill-llama", "deepseek-r1-distill-qwen"])
+def test_r1_more_than_one_system_message_raises(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    msgs = [
+        {"role": "system", "content": "FIRST"},
+        {"role": "user", "content": "q"},
+        {"role": "system", "content": "SECOND"},
+        {"role": "user", "content": "q2"},
+    ]
+    assert "FIRST" not in oracle(name, msgs, add_generation_prompt=True)
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(msgs)
+    assert (err.value.index, err.value.field) == (0, "role")
+    one = msgs[1:]  # a single system message, wherever it is, is written first
+    assert tpl.render(one) == oracle(name, one, add_generation_prompt=True)
+    assert tpl.render(one).startswith(BOS + "SECOND<｜User｜>q")
+    # V3 and V3.1 join all system messages: nothing to refuse.
+    for keeps_all in ("deepseek-v3", "deepseek-v3.1"):
+        out = chatfmt.get_template(keeps_all).render(msgs)
+        assert out == oracle(keeps_all, msgs, add_generation_prompt=True)
+        assert "FIRST\n\nSECOND" in out
 
 
 def test_errors_and_lookup() -> None:

@@ -11,7 +11,14 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt import ChatFmtError, Kind, Template, UnsupportedFeatureError, ValidationError
+from chatfmt import (
+    ChatFmtError,
+    Kind,
+    RoleOrderError,
+    Template,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from chatfmt.segments import join
 
 from _support import SHARED, TOOLS, conversations, official_render, official_source, texts
@@ -96,6 +103,12 @@ def held_prefix(tpl: Template, msgs: list[dict[str, Any]], **kw: Any) -> str:
 )
 def test_hermes_tool_use_matches_official(conv: dict[str, Any], agp: bool, name: str) -> None:
     tpl = chatfmt.get_template(name)
+    lossy = [i for i, m in enumerate(conv["messages"]) if m.get("tool_calls") and m.get("content")]
+    if lossy:  # the official template would drop this text: chatfmt raises instead
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(conv["messages"], tools=conv["tools"], add_generation_prompt=agp)
+        assert err.value.index == lossy[0] and err.value.field == "tool_calls"
+        return
     if (
         render_pair(tpl, official_source(HERMES_FILES[name]), conv, agp, {"bos_token": BOS})
         is not None
@@ -169,6 +182,10 @@ def test_hermes_tool_turns() -> None:
         {"role": "tool", "content": "r2"},
         {"role": "user", "content": "next"},
     ]
+    with pytest.raises(UnsupportedFeatureError) as err:  # the official template drops the text
+        tpl.render(msgs, tools=TOOLS)
+    assert err.value.index == 1 and err.value.field == "tool_calls"
+    msgs[1] = {**msgs[1], "content": None}
     got = tpl.render(msgs, tools=TOOLS)
     assert got.startswith(BOS + "<|im_start|>system\nYou are a function calling AI model.")
     assert "dropped" not in got
@@ -196,17 +213,69 @@ def smol_conversations(draw: st.DrawFn) -> dict[str, Any]:
     if msgs[0]["role"] == "system" and draw(st.booleans()):
         flag = draw(st.sampled_from(["/think", "/no_think", " /no_think /think", ""]))
         msgs[0]["content"] = draw(texts()) + flag + draw(st.sampled_from(["", " ", "\n"]))
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) == 0:
         msgs.insert(draw(st.integers(1, len(msgs))), {"role": "system", "content": draw(texts())})
     return conv
+
+
+def smol_dropped(msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """(index, field) of what the official SmolLM3 template drops silently; chatfmt raises there."""
+    out = {(i, "role") for i, m in enumerate(msgs) if m["role"] == "system" and i}
+    return out | {(i, "tool_calls") for i, m in enumerate(msgs) if m.get("tool_calls")}
+
+
+def smol_kept(conv: dict[str, Any]) -> dict[str, Any]:
+    """The conversation without later system messages, tool calls and their results."""
+    msgs = [
+        m
+        for i, m in enumerate(conv["messages"])
+        if not (m["role"] == "system" and i) and not m.get("tool_calls") and m["role"] != "tool"
+    ]
+    return {**conv, "messages": msgs}
 
 
 @given(conv=smol_conversations(), agp=st.booleans(), thinking=st.sampled_from([None, True, False]))
 def test_smollm3_matches_official(conv: dict[str, Any], agp: bool, thinking: bool | None) -> None:
     options = {} if thinking is None else {"enable_thinking": thinking}
     tpl = chatfmt.get_template("smollm3")
+    lost = smol_dropped(conv["messages"])
+    if lost:
+        with pytest.raises(ValidationError) as err:  # RoleOrderError / UnsupportedFeatureError
+            tpl.render(conv["messages"], tools=conv["tools"], add_generation_prompt=agp, **options)
+        assert (err.value.index, err.value.field) in lost
+        conv = smol_kept(conv)
     if render_pair(tpl, official_source(SMOL_FILE), conv, agp, {}, **options) is not None:
         assert_segments(tpl, conv, **options)
+
+
+def test_smollm3_refuses_what_the_official_template_drops() -> None:
+    tpl = chatfmt.get_template("smollm3")
+    msgs = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "system", "content": "MIDSYS"},
+        {"role": "user", "content": "q2"},
+    ]
+    assert "MIDSYS" not in official_render(official_source(SMOL_FILE), msgs)
+    with pytest.raises(RoleOrderError) as order:
+        tpl.render(msgs)
+    assert (order.value.index, order.value.field) == (2, "role")
+    with pytest.raises(RoleOrderError) as follow:  # in a follow-up fragment too
+        tpl.render(msgs[2:], sequence_start=False)
+    assert (follow.value.index, follow.value.field) == (0, "role")
+    call = {"type": "function", "function": {"name": "search", "arguments": '{"query": "x"}'}}
+    for content in (None, "", "Let me check."):
+        turn = [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": content, "tool_calls": [call]},
+            {"role": "tool", "content": "r"},
+        ]
+        assert "search" not in official_render(official_source(SMOL_FILE), turn)
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(turn, tools=TOOLS)
+        assert (err.value.index, err.value.field) == (1, "tool_calls")
+    # The first message may be a system message; tool results alone are user turns.
+    assert "MIDSYS" in tpl.render([msgs[2], msgs[3]])
 
 
 def test_smollm3_modes() -> None:
@@ -259,11 +328,13 @@ def test_sequence_start_false(
 ) -> None:
     tpl = chatfmt.get_template(name)
     msgs_a, msgs_b = a["messages"], b["messages"]
-    plain = name == "yi" or not with_tools
+    plain = name in ("yi", "smollm3") or not with_tools  # smollm3 refuses tool calls
     if plain:
         msgs_a = [m for m in msgs_a if not m.get("tool_calls") and m["role"] != "tool"]
         msgs_b = [m for m in msgs_b if not m.get("tool_calls") and m["role"] != "tool"]
     assume(all("/think" not in (m.get("content") or "") for m in msgs_a))
+    # Text beside tool calls is refused by the Hermes tool-use format (tested above).
+    assume(not any(m.get("tool_calls") and m.get("content") for m in msgs_a + msgs_b))
     tools = None if plain else TOOLS
     full = tpl.render(msgs_a + msgs_b, tools=tools)
     follow = tpl.render(msgs_b, tools=tools, sequence_start=False)

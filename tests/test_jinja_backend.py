@@ -17,6 +17,7 @@ import chatfmt
 from chatfmt.errors import TemplateError, TemplateRenderError, ValidationError
 from chatfmt.jinja import JinjaTemplate, SegmentTraceWarning, recognize
 from chatfmt.jinja.environment import compile_template
+from chatfmt.jinja.inputs import MARKER_CHARS
 from chatfmt.segments import Kind, join
 
 from _support import conversations, official_render, official_source, texts
@@ -380,6 +381,12 @@ def test_jinja_segments_properties(shared_dir: Path, name: str, data: st.DataObj
         return
     out = tpl.render(messages, tools=tool_list, add_generation_prompt=gen)
     assert out == want
+    if any(set(m.get("content") or "") & MARKER_CHARS for m in messages):
+        # Documented limit: data holding the tracer's private marker characters cannot be
+        # traced; segments() says so instead of returning a wrong mask.
+        with pytest.raises(chatfmt.TemplateError, match="private marker"):
+            tpl.segments(messages, tools=tool_list, add_generation_prompt=gen)
+        return
     segs = tpl.segments(messages, tools=tool_list, add_generation_prompt=gen)
     assert join(segs) == out
     for i, m in enumerate(messages):

@@ -134,6 +134,9 @@ GENERATION_PROMPT_AFTER_ASSISTANT = {"baichuan2", "chatglm3", "glm4", "qwen2d5",
 CALL_OPTIONS: dict[str, dict[str, Any]] = {
     "internlm2": {"bos_token": ""},
     "internlm3": {"bos_token": ""},
+    # LMDeploy's QwQ opens '<think>\n' like the original template; the reference file (and
+    # chatfmt's default) closes the block unless enable_thinking is true.
+    "qwq": {"enable_thinking": True},
 }
 
 #: chatfmt options reproducing LMDeploy's one-line tools dump in InternLM2's plugin system turn
@@ -253,6 +256,9 @@ R = {
     "enable_thinking is set (chatfmt's default: enable_thinking=False).",
     "ds_tools": "LMDeploy drops the tool call and writes the tool result as bare text; chatfmt "
     "renders the official DeepSeek tool-call and tool-output blocks.",
+    "ds_empty_content": "The official DeepSeek-V3 template writes tool calls only for content "
+    "null and drops them for content ''; chatfmt treats '' like null (documented workaround), so "
+    "the fix puts back the call block the official template writes for null.",
     "qwen3_system": "LMDeploy's qwen3/qwq write an empty system turn when there is no system "
     "message; the official Qwen3/QwQ templates write none.",
     "qwen3_reasoning": "After the last user turn the official Qwen3 template writes an empty "
@@ -277,7 +283,8 @@ R = {
     "voice": "capability='voice' is unknown to LMDeploy's Vicuna class, which then skips the "
     "strip of the trailing space after 'ASSISTANT:'; chatfmt renders the chat format.",
     "base_lists": "LMDeploy's BaseModel returns None for a message list (it only completes a "
-    "plain prompt); chatfmt's completion behaviour returns the message texts unchanged.",
+    "plain prompt); chatfmt's completion templates raise UnsupportedFeatureError for several "
+    "messages or tools (their roles would be lost).",
 }
 
 
@@ -318,12 +325,12 @@ LMDEPLOY_DEVIATIONS: dict[str, Deviation] = {
     **_rows(
         "base",
         _CONV + " assistant_last_prefix tools_conversation",
-        _dev("base_lists", "completion"),
+        _dev("base_lists", "raises"),
     ),
     **_rows(
         "llama",
         _CONV + " assistant_last_prefix tools_conversation",
-        _dev("base_lists", "completion"),
+        _dev("base_lists", "raises"),
     ),
     **_rows("baichuan2", "tools_conversation", _dev("no_tools", "raises")),
     **_rows(
@@ -358,7 +365,20 @@ LMDEPLOY_DEVIATIONS: dict[str, Deviation] = {
     **_rows("deepseek-coder", "tools_conversation", _dev("no_tools_official", "raises")),
     **_rows("deepseek-r1", _ALL_BUT_TOOLS, _dev("r1_think")),
     **_rows("deepseek-r1", "tools_conversation", _dev("ds_tools")),
-    **_rows("deepseek-v3", "tools_conversation", _dev("ds_tools")),
+    **_rows(
+        "deepseek-v3",
+        "tools_conversation",
+        _dev(
+            "ds_tools+ds_empty_content",
+            fixes=(
+                (
+                    "<｜Assistant｜><｜end▁of▁sentence｜>",
+                    "<｜Assistant｜><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+                    'get_weather\n```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜>',
+                ),
+            ),
+        ),
+    ),
     **_rows("gemma", "llamacpp_conversation", _dev("gemma_system")),
     **_rows("gemma", "no_system_conversation", _dev("bos+strip")),
     **_rows("gemma", "assistant_last_prefix get_prompt_first_turn", _dev("bos")),

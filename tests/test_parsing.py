@@ -233,7 +233,12 @@ def test_reasoning_options() -> None:
     assert msg["reasoning_content"] == "plan" and msg["content"] == "Text"
     assert calls(msg) == [("get_weather", {"city": "P"})]
     # a template whose generation prompt ends with <think>: output starts inside thinking
-    assert parse("why\n</think>\n\nBecause.", "qwq")["reasoning_content"] == "why"
+    assert (
+        parse("why\n</think>\n\nBecause.", "qwq", enable_thinking=True)["reasoning_content"]
+        == "why"
+    )
+    # QwQ's reference template closes the block by default: the output is the answer
+    assert parse("Because.", "qwq") == {"role": "assistant", "content": "Because."}
 
 
 def test_policies_unknown_tool_malformed_truncated() -> None:

@@ -221,7 +221,9 @@ def test_lmdeploy_registry_matrix(
             if key != "get_prompt_first_turn"
             else [{"role": "user", "content": inputs["get_prompt"]}]
         )
-        assert tpl.render(msgs) == row["renders"][key], key
+        # LMDeploy's QwQ opens <think> like the original Hugging Face template: enable_thinking=True.
+        options = {"enable_thinking": True} if name == "qwq" else {}
+        assert tpl.render(msgs, **options) == row["renders"][key], key
     later = tpl.render([{"role": "user", "content": inputs["get_prompt"]}], sequence_start=False)
     if name != "qwq":  # LMDeploy's get_prompt does not open <think> for QwQ
         assert later == row["renders"]["get_prompt_later_turn"]
@@ -370,14 +372,14 @@ def test_qwq_generation_prompt_and_history() -> None:
         {"role": "assistant", "content": "<think>\nr\n</think>\n\nanswer"},
         {"role": "user", "content": "q2"},
     ]
-    got = tpl.render(msgs)
+    got = tpl.render(msgs, enable_thinking=True)
     assert "<|im_start|>assistant\nanswer<|im_end|>" in got
     assert got.endswith("<|im_start|>assistant\n<think>\n")
-    assert tpl.render(msgs, enable_thinking=False).endswith(
-        "<|im_start|>assistant\n<think>\n</think>"
-    )
-    # The default (thinking on) is the reference file with enable_thinking=True.
     assert got == official_render(official_source(QWQ_FILE), msgs, enable_thinking=True)
+    # The default is the reference file with the variable undefined: the block is closed.
+    default = tpl.render(msgs)
+    assert default.endswith("<|im_start|>assistant\n<think>\n</think>")
+    assert default == official_render(official_source(QWQ_FILE), msgs)
 
 
 # --------------------------------------------------------------------------- follow-up turns

@@ -43,6 +43,50 @@ def read_json_input(source: str) -> Any:
         ) from None
 
 
+#: Render parameters that ``--option`` may not set, and where they come from instead.
+RENDER_PARAMETERS = {
+    "messages": "give them in the input file",
+    "tools": "give them in the input file as {'messages': [...], 'tools': [...]}",
+    "now": "use --now",
+    "add_generation_prompt": "use --no-generation-prompt",
+    "continue_final_message": "use --continue-final-message",
+    "sequence_start": "use --follow-up",
+}
+_PYTHON_LITERALS = {"True": True, "False": False, "None": None}
+#: Spellings that look like a boolean or null but are neither JSON nor Python literals.
+_AMBIGUOUS = {"true", "false", "null", "none", "yes", "no", "on", "off"}
+
+
+def option_value(text: str) -> Any:
+    """An ``--option`` value: Python ``True``/``False``/``None``, else JSON, else a plain string.
+
+    A string that looks like a boolean or null but is neither (``TRUE``, ``yes``) or a
+    malformed JSON value (``[1,``) is an error rather than silently a string; quote it as
+    JSON (``'"yes"'``) to pass that string.
+    """
+    if text in _PYTHON_LITERALS:
+        return _PYTHON_LITERALS[text]
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    stripped = text.strip()
+    if stripped.lower() in _AMBIGUOUS or stripped[:1] in ('"', "[", "{") or _is_number(stripped):
+        raise fail(
+            f"--option value {text!r} is ambiguous or malformed: use true/false/null (or "
+            "True/False/None), valid JSON, or a JSON string in quotes"
+        )
+    return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def templates_markdown() -> str:
     """The template catalogue as a Markdown table (the body of ``docs/templates.md``)."""
 
@@ -150,7 +194,12 @@ def render_cmd(
     ] = None,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", "-o", help="Template variable NAME=JSON_VALUE (repeatable)."),
+        typer.Option(
+            "--option",
+            "-o",
+            help="Template variable NAME=VALUE (repeatable); VALUE is JSON or True/False/None, "
+            "else a plain string.",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the segments as JSON.")] = False,
 ) -> None:
@@ -165,12 +214,14 @@ def render_cmd(
     options = {}
     for item in option or []:
         key, sep, value = item.partition("=")
-        if not sep:
+        if not sep or not key:
             raise fail(f"--option {item!r}: expected NAME=VALUE")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+        if key in RENDER_PARAMETERS:
+            raise fail(
+                f"--option {key}: {key!r} is a render parameter, not a template option "
+                f"({RENDER_PARAMETERS[key]})"
+            )
+        options[key] = option_value(value)
     try:
         segments = get_template(template).segments(
             messages,

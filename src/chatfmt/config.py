@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
+
+from .errors import TemplateError
 
 Capability = Literal["chat", "completion"]
 
@@ -26,6 +29,22 @@ class GenerationConfig:
     capability: Capability = "chat"
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        for key in ("stop_words", "tool_stop_words"):
+            value = getattr(self, key)
+            object.__setattr__(self, key, string_tuple(value, f"generation.{key}"))
+        _check_number(self.session_len, "session_len", integer=True)
+        if self.top_k is not None:
+            _check_number(self.top_k, "top_k", integer=True)
+        for key in ("top_p", "temperature", "repetition_penalty"):
+            _check_number(getattr(self, key), key)
+        if self.capability not in ("chat", "completion"):
+            raise TemplateError(
+                f"generation.capability must be 'chat' or 'completion', got {self.capability!r}"
+            )
+        if not isinstance(self.extra, dict):
+            raise TemplateError("generation.extra must be a table/object")
+
     @property
     def all_stop_words(self) -> tuple[str, ...]:
         """End-of-turn and tool-call stop words together, without duplicates."""
@@ -38,7 +57,24 @@ class GenerationConfig:
         return d
 
     def replace(self, **changes: Any) -> GenerationConfig:
-        for key in ("stop_words", "tool_stop_words"):
-            if key in changes and changes[key] is not None:
-                changes[key] = tuple(changes[key])
+        """A copy with ``changes`` (checked like the constructor; a string is not a word list)."""
         return replace(self, **changes)
+
+
+def string_tuple(value: Any, key: str) -> tuple[str, ...]:
+    """``value`` (a list or tuple of strings) as a tuple; anything else raises TemplateError."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TemplateError(f"{key} must be a list of strings, got {type(value).__name__}")
+    for item in value:
+        if not isinstance(item, str):
+            raise TemplateError(
+                f"{key} must be a list of strings, got an item of type {type(item).__name__}"
+            )
+    return value if type(value) is tuple else tuple(value)
+
+
+def _check_number(value: Any, key: str, *, integer: bool = False) -> None:
+    kinds: tuple[type, ...] = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        expected = "an integer" if integer else "a number"
+        raise TemplateError(f"generation.{key} must be {expected}, got {value!r}")

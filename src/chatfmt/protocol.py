@@ -1,8 +1,14 @@
 """The typed message model: OpenAI chat format in, validated once at the edge.
 
-Everything downstream (templates, tokenization, parsing) works on these frozen
-objects and never on raw JSON. :func:`validate_conversation` is the one entry
-point; it never mutates the caller's objects.
+Everything downstream (templates, tokenization, parsing) works on these objects and
+never on raw JSON. :func:`validate_conversation` is the one entry point; it never
+mutates the caller's objects. Validated objects are read-only by convention (slots
+dataclasses, not frozen, for speed); ``Tool.raw`` and object-form
+``ToolCall.arguments`` are the caller's own objects, which templates never write to.
+
+Extra message keys are ignored (OpenAI clients send fields such as ``refusal`` or
+``audio``), except near-misses of ``tool_calls`` (``tool_call``, ``toolcalls``) and
+the legacy ``function_call``, which are rejected rather than silently dropped.
 """
 
 from __future__ import annotations
@@ -34,7 +40,27 @@ ROLE_ALIASES: dict[str, str] = {
     "ipython": "tool",
 }
 
-_MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content"}
+#: Message keys that are clearly a mistake for ``tool_calls`` (rejected, not ignored).
+_WRONG_KEYS: dict[str, str] = {
+    "tool_call": "misspelled key 'tool_call': use 'tool_calls' (a list)",
+    "toolcalls": "misspelled key 'toolcalls': use 'tool_calls' (a list)",
+    "function_call": "the legacy OpenAI 'function_call' is not supported: use 'tool_calls'",
+}
+
+
+def _check_text(value: str, index: int | None, where: str) -> None:
+    """Reject lone surrogates (text that is not valid Unicode and cannot become UTF-8)."""
+    if value.isascii():  # O(1) in CPython for the common case
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            f"contains a lone surrogate {value[exc.start]!r} at char {exc.start} "
+            "(not valid Unicode text)",
+            index=index,
+            field=where,
+        ) from None
 
 
 def _json_dumps(value: Any) -> str:
@@ -132,11 +158,13 @@ class Tool:
     def json(self) -> str:
         """``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping)."""
         try:
-            return json.dumps(self.raw, ensure_ascii=False)
-        except (TypeError, ValueError) as exc:
+            text = json.dumps(self.raw, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError) as exc:
             raise ValidationError(
-                f"not JSON-serializable ({exc})", field=f"tools[{self.index}]"
+                f"not JSON-serializable ({type(exc).__name__}: {exc})", field=f"tools[{self.index}]"
             ) from None
+        _check_text(text, None, f"tools[{self.index}]")
+        return text
 
     @property
     def function(self) -> dict[str, Any]:
@@ -180,7 +208,10 @@ def _as_mapping(obj: Any, index: int) -> Mapping[str, Any]:
 
 
 def _content_text(content: Any, index: int) -> str | None:
-    if content is None or isinstance(content, str):
+    if content is None:
+        return content
+    if isinstance(content, str):
+        _check_text(content, index, "content")
         return content
     if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
         texts = []
@@ -207,7 +238,9 @@ def _content_text(content: Any, index: int) -> str | None:
                     "text part needs a string 'text'", index=index, field=f"content[{j}].text"
                 )
             texts.append(text)
-        return "".join(texts)
+        joined = "".join(texts)
+        _check_text(joined, index, "content")
+        return joined
     raise ValidationError(
         f"content must be a string, null or a list of text parts, got {type(content).__name__}",
         index=index,
@@ -217,7 +250,10 @@ def _content_text(content: Any, index: int) -> str | None:
 
 def _optional_str(m: Mapping[str, Any], key: str, index: int) -> str | None:
     value = m.get(key)
-    if value is None or isinstance(value, str):
+    if value is None:
+        return value
+    if isinstance(value, str):
+        _check_text(value, index, key)
         return value
     raise ValidationError(f"must be a string, got {type(value).__name__}", index=index, field=key)
 
@@ -227,8 +263,10 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
     if not isinstance(raw, Mapping):
         raw = _as_mapping(raw, index)
     call_id = raw.get("id")
-    if call_id is not None and not isinstance(call_id, str):
-        raise ValidationError("must be a string", index=index, field=f"{where}.id")
+    if call_id is not None:
+        if not isinstance(call_id, str):
+            raise ValidationError("must be a string", index=index, field=f"{where}.id")
+        _check_text(call_id, index, f"{where}.id")
     ctype = raw.get("type", "function")
     if ctype == "code_interpreter":
         ci = raw.get("code_interpreter")
@@ -238,6 +276,7 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
                 index=index,
                 field=f"{where}.code_interpreter.input",
             )
+        _check_text(ci["input"], index, f"{where}.code_interpreter.input")
         return ToolCall(
             type="code_interpreter",
             name="code_interpreter",
@@ -260,16 +299,24 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raise ValidationError(
             "function name must be a non-empty string", index=index, field=f"{where}.function.name"
         )
+    _check_text(name, index, f"{where}.function.name")
     args = fn.get("arguments", {})
     if args is None:
         args = {}
     if isinstance(args, str):
         text = args if args.strip() else "{}"
+        _check_text(text, index, f"{where}.function.arguments")
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"arguments is not valid JSON ({exc.msg} at char {exc.pos})",
+                index=index,
+                field=f"{where}.function.arguments",
+            ) from None
+        except RecursionError:
+            raise ValidationError(
+                "arguments JSON is nested too deeply",
                 index=index,
                 field=f"{where}.function.arguments",
             ) from None
@@ -283,14 +330,25 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         )
     try:
         text = json.dumps(args, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ValidationError(
-            f"arguments is not JSON-serializable ({exc})",
+            f"arguments is not JSON-serializable ({reason})",
             index=index,
             field=f"{where}.function.arguments",
         ) from None
+    _check_text(text, index, f"{where}.function.arguments")
     # The caller's object is referenced, not copied: validated objects are read-only.
     return ToolCall(type="function", name=name, id=call_id, arguments=args, arguments_json=text)
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (has no lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 #: Roles whose message needs nothing but a string content (the fast path).
@@ -303,11 +361,19 @@ def validate_message(obj: Any, index: int) -> Message:
         # Fast path for the common {"role": ..., "content": "..."} message.
         role_in = obj.get("role")
         content = obj.get("content")
-        if type(content) is str and type(role_in) is str and role_in in _PLAIN_ROLES:
+        if (
+            type(content) is str
+            and type(role_in) is str
+            and role_in in _PLAIN_ROLES
+            and (content.isascii() or _is_utf8(content))
+        ):
             return Message(_PLAIN_ROLES[role_in], content, None, (), None, None, role_in, index)  # type: ignore[arg-type]
     if isinstance(obj, Message):
         return obj if obj.index == index else dataclasses.replace(obj, index=index)
     m = _as_mapping(obj, index)
+    for key, reason in _WRONG_KEYS.items():
+        if m.get(key) is not None:
+            raise ValidationError(reason, index=index, field=key)
     role_in = m.get("role")
     if not isinstance(role_in, str):
         raise ValidationError("missing or non-string 'role'", index=index, field="role")
@@ -323,18 +389,23 @@ def validate_message(obj: Any, index: int) -> Message:
     reasoning = _optional_str(m, "reasoning_content", index)
     if reasoning is None and isinstance(m.get("reasoning"), str):
         reasoning = m["reasoning"]
+        _check_text(reasoning, index, "reasoning")
     tool_call_id = _optional_str(m, "tool_call_id", index)
     raw_calls = m.get("tool_calls")
     calls: tuple[ToolCall, ...] = ()
-    if raw_calls:
-        if role != "assistant":
+    if raw_calls is not None:
+        if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
+            raise ValidationError(
+                f"tool_calls must be a list or null, got {type(raw_calls).__name__}",
+                index=index,
+                field="tool_calls",
+            )
+        if raw_calls and role != "assistant":
             raise ValidationError(
                 f"only assistant messages may have tool_calls (role is {role_in!r})",
                 index=index,
                 field="tool_calls",
             )
-        if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
-            raise ValidationError("tool_calls must be a list", index=index, field="tool_calls")
         calls = tuple(_tool_call(c, index, j) for j, c in enumerate(raw_calls))
     if role == "tool" and role_in in ("function",) and name is None:
         raise ValidationError("a 'function' message needs a 'name'", index=index, field="name")
@@ -364,8 +435,10 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
     """Validate OpenAI tools (``function`` and ``code_interpreter``)."""
     if tools is None:
         return ()
-    if isinstance(tools, (str, bytes, Mapping)):
-        raise ValidationError("tools must be a list of tool objects", field="tools")
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise ValidationError(
+            f"tools must be a list of tool objects, got {type(tools).__name__}", field="tools"
+        )
     out = []
     for i, raw in enumerate(tools):
         where = f"tools[{i}]"
@@ -389,9 +462,12 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError("must be a non-empty string", field=f"{where}.function.name")
+        _check_text(name, None, f"{where}.function.name")
         desc = fn.get("description")
-        if desc is not None and not isinstance(desc, str):
-            raise ValidationError("must be a string", field=f"{where}.function.description")
+        if desc is not None:
+            if not isinstance(desc, str):
+                raise ValidationError("must be a string", field=f"{where}.function.description")
+            _check_text(desc, None, f"{where}.function.description")
         params = fn.get("parameters")
         if params is not None and not isinstance(params, Mapping):
             raise ValidationError(
@@ -428,7 +504,7 @@ def validate_conversation(
             content = m.get("content")
             if type(content) is str and type(role_in) is str:
                 role = _PLAIN_ROLES.get(role_in)
-                if role is not None:
+                if role is not None and (content.isascii() or _is_utf8(content)):
                     out.append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
                     continue
         out.append(validate_message(m, i))

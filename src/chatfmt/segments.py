@@ -159,19 +159,23 @@ def truncate_after_content(segments: Sequence[Segment], message: int) -> list[Se
     """Cut everything after the last content segment of ``message``.
 
     Used for ``continue_final_message``: the final message is left open so the
-    model continues it. If the message has no content segment, cut after its last
-    segment of any kind.
+    model continues it. If the message has no content segment (empty content), cut
+    before its first trained segment, so the text ends with the open turn header
+    rather than a closed turn; failing that, after its last segment of any kind.
     """
-    cut = None
+    last = first_trained = None
+    for i, s in enumerate(segments):
+        if s.message != message:
+            continue
+        if s.kind is Kind.CONTENT:
+            last = i + 1
+        elif s.trained and first_trained is None:
+            first_trained = i
+    if last is not None:
+        return list(segments[:last])
+    if first_trained is not None:
+        return list(segments[:first_trained])
     for i in range(len(segments) - 1, -1, -1):
-        if segments[i].message == message and segments[i].kind is Kind.CONTENT:
-            cut = i
-            break
-    if cut is None:
-        for i in range(len(segments) - 1, -1, -1):
-            if segments[i].message == message:
-                cut = i
-                break
-    if cut is None:
-        return list(segments)
-    return list(segments[: cut + 1])
+        if segments[i].message == message:
+            return list(segments[: i + 1])
+    return list(segments)

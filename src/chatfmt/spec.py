@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from .config import GenerationConfig
+from .config import GenerationConfig, string_tuple
 from .errors import RoleOrderError, TemplateError, UnsupportedFeatureError
 from .protocol import Conversation
 from .segments import Segment, SegmentBuilder
@@ -57,6 +57,28 @@ class TemplateSpec:
     generation_config: GenerationConfig = field(default_factory=GenerationConfig)
 
     def __post_init__(self) -> None:
+        for key in ("aliases", "model_ids", "model_patterns", "control_tokens"):
+            object.__setattr__(self, key, string_tuple(getattr(self, key), key))
+        for key in ("name", "description", "source", "bos", "system_in_user"):
+            if not isinstance(getattr(self, key), str):
+                raise TemplateError(f"{key} must be a string, got {getattr(self, key)!r}")
+        for key in ("default_system", "generation_prompt"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise TemplateError(f"{key} must be a string, got {value!r}")
+        for key in ("strip_content", "alternate"):
+            if not isinstance(getattr(self, key), bool):
+                raise TemplateError(f"{key} must be true or false, got {getattr(self, key)!r}")
+        if self.system_mode not in ("turn", "first_user", "unsupported"):
+            raise TemplateError(
+                f"system_mode must be turn, first_user or unsupported, got {self.system_mode!r}"
+            )
+        for role, fmt in self.roles.items():
+            for part in ("prefix", "suffix", "separator"):
+                if not isinstance(getattr(fmt, part), str):
+                    raise TemplateError(
+                        f"roles.{role}.{part} must be a string, got {getattr(fmt, part)!r}"
+                    )
         for role in ("user", "assistant"):
             if role not in self.roles:
                 raise TemplateError(f"template spec {self.name!r} needs a format for role {role!r}")
@@ -180,24 +202,21 @@ def spec_from_dict(data: Mapping[str, Any], *, origin: str = "<dict>") -> Templa
     for role, fmt in raw_roles.items():
         if not isinstance(fmt, Mapping) or set(fmt) - {"prefix", "suffix", "separator"}:
             raise TemplateError(f"{origin}: roles.{role} takes only prefix, suffix, separator")
-        roles[role] = RoleFormat(**{k: str(v) for k, v in fmt.items()})
+        roles[role] = RoleFormat(**fmt)
     gen = data.get("generation", data.get("generation_config", {})) or {}
     if not isinstance(gen, Mapping) or set(gen) - _GEN_KEYS:
         raise TemplateError(f"{origin}: generation takes only {sorted(_GEN_KEYS)}")
     kwargs: dict[str, Any] = {
         k: v for k, v in data.items() if k in _SPEC_KEYS and k not in ("roles", "generation_config")
     }
-    for key in ("aliases", "model_ids", "model_patterns", "control_tokens"):
-        if key in kwargs:
-            kwargs[key] = tuple(kwargs[key])
-    if kwargs.get("system_mode", "turn") not in ("turn", "first_user", "unsupported"):
-        raise TemplateError(f"{origin}: system_mode must be turn, first_user or unsupported")
     try:
         return TemplateSpec(
             roles=roles,
             generation_config=GenerationConfig().replace(**dict(gen)),
             **kwargs,
         )
+    except TemplateError as exc:
+        raise TemplateError(f"{origin}: {exc}") from None
     except TypeError as exc:
         raise TemplateError(f"{origin}: {exc}") from None
 

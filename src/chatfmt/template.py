@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from .config import GenerationConfig
-from .errors import TemplateError, ValidationError
+from .errors import TemplateError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
 from .segments import Kind, Segment, join, text_only, truncate_after_content
 
 #: Texts of the probe turn used to render a follow-up turn (``sequence_start=False``).
-_PROBE_USER = "chatfmt probe question"
-_PROBE_ASSISTANT = "chatfmt probe answer"
+PROBE_USER = "chatfmt probe question"
+PROBE_ASSISTANT = "chatfmt probe answer"
 
 
 class RenderContext:
@@ -26,19 +26,24 @@ class RenderContext:
     def __init__(
         self,
         add_generation_prompt: bool = True,
-        now: _dt.date | None = None,
+        now: _dt.date | _dt.datetime | str | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
         self.add_generation_prompt = add_generation_prompt
         self.options: Mapping[str, Any] = options if options is not None else {}
-        self._now = now
+        self._now = parse_now(now)
+
+    @property
+    def datetime(self) -> _dt.datetime:
+        """The time of the call (``now=`` of the call, else the current time; read lazily)."""
+        if self._now is None:
+            self._now = _dt.datetime.now()
+        return self._now
 
     @property
     def now(self) -> _dt.date:
-        """The date templates print (``now=`` of the call, else today; looked up only if read)."""
-        if self._now is None:
-            self._now = _dt.date.today()
-        return self._now
+        """The date templates print (``now=`` of the call, else today)."""
+        return self.datetime.date()
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -115,26 +120,25 @@ class Template(ABC):
             self.check_options(options)
         ctx = RenderContext(
             add_generation_prompt=add_generation_prompt,
-            now=None if now is None else _as_date(now),
+            now=now,
             options={**self.default_options, **options} if options else self.default_options,
         )
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
-        conv = validate_conversation(messages, tools, require_tool_calls=sequence_start)
-        if self.generation_config.capability == "completion":
-            return _completion_segments(conv)
-        if not conv.messages and not sequence_start:
-            return []
-        if sequence_start:
-            segs = self.render_conversation(conv, ctx)
-        else:
-            segs = self._render_follow_up(conv, ctx)
-        if continue_final_message:
-            if not conv.messages:
-                raise ValidationError(
-                    "continue_final_message needs at least one message", field="messages"
+        conv, segs = self._render_segments(messages, tools, ctx, sequence_start)
+        if continue_final_message and (conv.messages or sequence_start):
+            last = _final_message(conv)
+            if last.role == "assistant" and not any(s.message == last.index for s in segs):
+                # Nothing traceable belongs to the (empty) final reply, e.g. a Jinja template
+                # whose output holds no text of it: the open turn is the generation prompt.
+                head: Any = (
+                    messages[:-1]
+                    if isinstance(messages, Sequence)
+                    else Conversation(conv.messages[:-1], conv.tools)
                 )
-            segs = truncate_after_content(segs, len(conv.messages) - 1)
+                gen_ctx = RenderContext(True, ctx.datetime, ctx.options)
+                return self._render_segments(head, tools, gen_ctx, sequence_start)[1]
+            segs = truncate_after_content(segs, last.index)
         return segs
 
     def render(
@@ -199,6 +203,24 @@ class Template(ABC):
         return f"<{type(self).__name__} {self.name!r}>"
 
     # ------------------------------------------------------------------ internals
+    def _render_segments(
+        self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
+    ) -> tuple[Conversation, list[Segment]]:
+        """Validate ``messages`` and render them (from the sequence start or as a follow-up).
+
+        The hook behind :meth:`segments`: returns the validated conversation (indices as
+        the caller gave them) and its segments. ``continue_final_message`` is applied
+        afterwards by the caller. Backends with their own validation override this.
+        """
+        conv = validate_conversation(messages, tools, require_tool_calls=sequence_start)
+        if self.generation_config.capability == "completion":
+            return conv, _completion_segments(conv, self.name)
+        if sequence_start:
+            return conv, self.render_conversation(conv, ctx)
+        if not conv.messages:
+            return conv, []
+        return conv, self._render_follow_up(conv, ctx)
+
     def _render_follow_up(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         """Render ``conv`` as what follows an earlier, already-answered turn.
 
@@ -207,8 +229,8 @@ class Template(ABC):
         end-of-turn marker, which the engine holds).
         """
         probe = (
-            Message(role="user", content=_PROBE_USER, source_role="user", index=0),
-            Message(role="assistant", content=_PROBE_ASSISTANT, source_role="assistant", index=1),
+            Message(role="user", content=PROBE_USER, source_role="user", index=0),
+            Message(role="assistant", content=PROBE_ASSISTANT, source_role="assistant", index=1),
         )
         shifted = tuple(dataclasses.replace(m, index=m.index + 2) for m in conv.messages)
         full = Conversation(probe + shifted, conv.tools)
@@ -218,6 +240,15 @@ class Template(ABC):
             if exc.index is not None and exc.index >= 2:
                 raise type(exc)(exc.reason, index=exc.index - 2, field=exc.field) from None
             raise
+        return self._after_probe(segs, conv)
+
+    def _after_probe(self, segs: Sequence[Segment], conv: Conversation) -> list[Segment]:
+        """The segments after the probe reply (messages 0 and 1) of a follow-up render.
+
+        Message indices are shifted back by two. Raises if a new message with text lost
+        all its segments in the cut (the template moved it before the probe, e.g. a system
+        prompt placed at the start of the sequence).
+        """
         end = None
         for i, s in enumerate(segs):
             if s.message == 1 and s.trained:
@@ -227,29 +258,86 @@ class Template(ABC):
                 f"template {self.name!r} marks no trained end-of-turn for assistant replies; "
                 "sequence_start=False is not available for it"
             )
-        return [
+        out = [
             Segment(s.text, s.kind, None if s.message is None else s.message - 2, s.trained)
             for s in segs[end + 1 :]
         ]
+        owned = {s.message for s in out}
+        for m in conv.messages:
+            if m.content and m.index not in owned:
+                raise UnsupportedFeatureError(
+                    f"template {self.name!r} places this {m.role} message at the start of the "
+                    "sequence, so it cannot be rendered as a follow-up (sequence_start=False); "
+                    "render the whole conversation instead",
+                    index=m.index,
+                    field="role",
+                )
+        return out
 
 
-def _as_date(now: _dt.date | _dt.datetime | str | None) -> _dt.date:
-    if now is None:
-        return _dt.date.today()
-    if isinstance(now, _dt.datetime):
-        return now.date()
-    if isinstance(now, _dt.date):
+def parse_now(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime | None:
+    """The ``now=`` argument of a render as a datetime (``None`` stays ``None``).
+
+    Accepts a ``date``, a ``datetime`` or an ISO 8601 string (a date or a date and time);
+    the whole string must parse. Anything else raises ``ValidationError(field="now")``.
+    """
+    if now is None or type(now) is _dt.datetime:
         return now
+    if isinstance(now, _dt.datetime):
+        return now
+    if isinstance(now, _dt.date):
+        return _dt.datetime(now.year, now.month, now.day)
     if isinstance(now, str):
         try:
-            return _dt.date.fromisoformat(now[:10])
+            return _dt.datetime.fromisoformat(now)
         except ValueError:
             raise ValidationError(
-                f"now must be an ISO date (YYYY-MM-DD), got {now!r}", field="now"
+                f"now must be an ISO date or datetime (YYYY-MM-DD[THH:MM:SS]), got {now!r}",
+                field="now",
             ) from None
-    raise ValidationError(f"now must be a date, got {type(now).__name__}", field="now")
+    raise ValidationError(
+        f"now must be a date, a datetime or an ISO string, got {type(now).__name__}", field="now"
+    )
 
 
-def _completion_segments(conv: Conversation) -> list[Segment]:
-    """Completion (base) models: the prompt is returned unchanged."""
+def _final_message(conv: Conversation) -> Message:
+    """The message ``continue_final_message`` leaves open (checked: it exists, has no tool calls)."""
+    if not conv.messages:
+        raise ValidationError("continue_final_message needs at least one message", field="messages")
+    last = conv.messages[-1]
+    if last.tool_calls:
+        raise UnsupportedFeatureError(
+            "continue_final_message cannot continue a message with tool calls (the cut would "
+            "fall inside the call's text); continue its content without tool_calls instead",
+            index=last.index,
+            field="tool_calls",
+        )
+    return last
+
+
+def _completion_segments(conv: Conversation, name: str) -> list[Segment]:
+    """Completion (base) models: the prompt is returned unchanged.
+
+    Only a plain prompt is accepted (a string or one message without tools): a base model
+    has no roles, so several messages or tools would be silently lost.
+    """
+    if conv.tools:
+        raise UnsupportedFeatureError(
+            f"template {name!r} is a completion (base-model) format and has no tools",
+            field="tools",
+        )
+    if len(conv.messages) > 1:
+        raise UnsupportedFeatureError(
+            f"template {name!r} is a completion (base-model) format: give one prompt (a string "
+            "or one message); several messages would lose their roles",
+            index=1,
+            field="role",
+        )
+    for m in conv.messages:
+        if m.tool_calls:
+            raise UnsupportedFeatureError(
+                f"template {name!r} is a completion (base-model) format and has no tool calls",
+                index=m.index,
+                field="tool_calls",
+            )
     return [Segment(m.text, Kind.CONTENT, m.index, False) for m in conv.messages if m.text]

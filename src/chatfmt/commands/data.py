@@ -59,7 +59,11 @@ def tokenize_cmd(
         ),
     ] = False,
     train_on: Annotated[
-        str, typer.Option("--train-on", help="all_assistant, last_assistant or all.")
+        str,
+        typer.Option(
+            "--train-on",
+            help="all_assistant, last_assistant, all or none (what gets loss; none = no labels).",
+        ),
     ] = "all_assistant",
     on_special: Annotated[
         str, typer.Option("--on-special", help="text (encode as plain text) or raise.")
@@ -82,6 +86,10 @@ def tokenize_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
+    from ..tokens.encode import TRAIN_ON
+
+    if train_on not in TRAIN_ON:
+        raise _fail(f"--train-on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
     if truncate and drop:
         raise _fail("use either --truncate or --drop, not both")
     if (truncate or drop) and max_length is None:

@@ -99,11 +99,35 @@ def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
     return messages
 
 
+def _with_system_column(messages: list[dict[str, Any]], system: Any) -> list[dict[str, Any]]:
+    """Put a ShareGPT ``system`` column first.
+
+    An empty or missing column is ignored. If the turns already start with a system
+    turn, the row is rejected unless both say the same (nothing may be dropped silently).
+    """
+    if system is None or system == "":
+        return messages
+    if not isinstance(system, str):
+        raise ValidationError(
+            f"'system' must be a string, got {type(system).__name__}", field="system"
+        )
+    if messages and messages[0]["role"] == "system":
+        if messages[0]["content"] == system:
+            return messages
+        raise ValidationError(
+            "row has both a 'system' column and a different system turn in 'conversations' "
+            "(keep one of them)",
+            field="system",
+        )
+    return [{"role": "system", "content": system}, *messages]
+
+
 def record_to_conversation(record: Any) -> dict[str, Any]:
     """A dataset row → ``{"messages": [...], "tools": [...] | None}``.
 
     Rows hold OpenAI ``messages`` or ShareGPT ``conversations`` (plus optional
-    ``system`` and ``tools``; ``tools`` may be a JSON string).
+    ``system`` and ``tools``; ``tools`` may be a JSON string). A ShareGPT row with a
+    ``system`` column and a different leading system turn raises :class:`ValidationError`.
     """
     if not isinstance(record, Mapping):
         raise ValidationError(f"a row must be an object, got {type(record).__name__}")
@@ -113,14 +137,9 @@ def record_to_conversation(record: Any) -> dict[str, Any]:
             raise ValidationError("'messages' must be a list", field="messages")
         messages = [_clean_message(m) for m in raw]
     elif record.get("conversations") is not None:
-        messages = sharegpt_to_messages(record["conversations"])
-        system = record.get("system")
-        if (
-            isinstance(system, str)
-            and system
-            and not (messages and messages[0]["role"] == "system")
-        ):
-            messages.insert(0, {"role": "system", "content": system})
+        messages = _with_system_column(
+            sharegpt_to_messages(record["conversations"]), record.get("system")
+        )
     else:
         raise ValidationError("row has neither 'messages' (OpenAI) nor 'conversations' (ShareGPT)")
     return {"messages": messages, "tools": _tools(record)}

@@ -3,7 +3,22 @@
 The V3/R1 templates keep some state across the conversation (whether the first tool
 call or tool output was already written); it is reproduced here as the official
 template does it, quirks included (e.g. V3 writes the ``<｜tool▁calls▁end｜>`` closer
-only after a second call, and drops tool calls of an assistant turn that has text).
+only after a second call).
+
+Deviations, so that no conversation data is lost silently:
+
+* V3 and R1-Distill-Llama write an assistant message's tool calls only when its content
+  is ``null``; with any text they drop the calls. chatfmt treats content ``""`` with tool
+  calls like ``null`` (OpenAI clients send either) and renders the calls exactly as the
+  official template does for ``null``; non-empty content together with tool calls raises
+  :class:`~chatfmt.errors.UnsupportedFeatureError` (``field="tool_calls"``). Put the text
+  in a separate assistant message before the call instead.
+* The R1 distills write only the last system message; a conversation with more than one
+  system message raises :class:`~chatfmt.errors.UnsupportedFeatureError` naming the first
+  one that would be dropped (``field="role"``).
+
+As in the official templates, earlier answers lose their ``<think>…</think>`` part (R1,
+V3.1) and ``reasoning_content`` is not written.
 """
 
 from __future__ import annotations
@@ -187,6 +202,9 @@ class _State:
 class DeepSeekV3Template(Template):
     """DeepSeek V3: ``<｜User｜>``/``<｜Assistant｜>`` turns, ``<｜tool▁calls▁begin｜>`` tool calls
     (type, name and fenced JSON arguments as given) and ``<｜tool▁outputs▁begin｜>`` results.
+
+    An assistant message with tool calls must have content null or ``""`` (the official
+    template drops the calls of a message with text; chatfmt raises instead).
     """
 
     name = "deepseek-v3"
@@ -207,15 +225,20 @@ class DeepSeekV3Template(Template):
     tool_parser = "deepseek_v3"
     control_tokens = _V3_TOKENS
     generation_config = _V3_GEN
-    #: R1 distills: only the last system message counts, '</think>' history is cut, '<think>\n' prompt.
+    #: R1 distills: one system message only, '</think>' history is cut, '<think>\n' prompt.
     r1_style: ClassVar[bool] = False
     #: R1-Distill-Qwen: calls whenever ``tool_calls`` is set, arguments as JSON objects, always closed.
     qwen_calls: ClassVar[bool] = False
 
     def _system(self, b: SegmentBuilder, conv: Conversation) -> None:
         systems = [m for m in conv.messages if m.role == "system"]
-        if self.r1_style:
-            systems = systems[-1:]
+        if self.r1_style and len(systems) > 1:
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} has room for one system message only "
+                "(the official template keeps the last one and drops the others silently)",
+                index=systems[0].index,
+                field="role",
+            )
         for k, m in enumerate(systems):
             if k:
                 b.control("\n\n", m.index)
@@ -264,6 +287,28 @@ class DeepSeekV3Template(Template):
         b.content(text, m.index, True)
         b.control(EOS, m.index, True)
 
+    def _assistant(self, b: SegmentBuilder, m: Message, ns: _State) -> None:
+        if self.qwen_calls:  # calls whenever there are any, then the text (if not null)
+            if m.tool_calls:
+                self._calls(b, m, ns)
+            if m.content is not None:
+                self._answer(b, m, ns)
+            return
+        # The official template writes calls only for content null and drops them otherwise;
+        # "" counts as null here, and text with calls is refused instead of losing the calls.
+        if m.tool_calls and m.content:
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} cannot render tool calls together with text: the "
+                'official template would drop the calls silently; send content null (or "") '
+                "with tool calls and put the text in a separate assistant message",
+                index=m.index,
+                field="tool_calls",
+            )
+        if m.content is None or m.tool_calls:
+            self._calls(b, m, ns)
+        else:
+            self._answer(b, m, ns)
+
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         b.control(ASSISTANT)
 
@@ -278,11 +323,7 @@ class DeepSeekV3Template(Template):
                 b.control(USER, m.index)
                 b.content(m.text, m.index)
             elif m.role == "assistant":
-                has_calls = bool(m.tool_calls) if self.qwen_calls else m.content is None
-                if has_calls:
-                    self._calls(b, m, ns)
-                if m.content is not None:
-                    self._answer(b, m, ns)
+                self._assistant(b, m, ns)
             elif m.role == "tool":
                 ns.is_tool = True
                 if ns.is_output_first:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..config import GenerationConfig
-from ..errors import ValidationError
+from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
@@ -29,6 +29,19 @@ def _tojson(value: Any, indent: int | None = None) -> str:
 
 def _raw_tools(conv: Conversation) -> list[dict[str, Any]]:
     return [dict(t.raw) for t in conv.tools]
+
+
+def _controls(ctx: RenderContext) -> Mapping[str, Any] | Sequence[Any]:
+    """The ``controls`` option: an object (``{"citations": true}``) or a list of names."""
+    controls = ctx.option("controls")
+    if controls is None:
+        return {}
+    if isinstance(controls, (str, bytes)) or not isinstance(controls, (Mapping, Sequence)):
+        raise ValidationError(
+            'controls must be an object such as {"citations": true} or a list of names',
+            field="controls",
+        )
+    return controls
 
 
 def _documents(ctx: RenderContext) -> Sequence[Any]:
@@ -75,9 +88,11 @@ _G3_HALLUCINATIONS = (
 class Granite3(Template):
     """Granite 3.x instruct (3.3 template): dated default system prompt, tools as an ``available_tools`` turn.
 
-    The official template does not render ``tool_calls``; an assistant message with tool
-    calls and no content is written as ``<|tool_call|>[{"name": …, "arguments": …}]``
-    (what the model generates), where the official template would fail.
+    The official template does not render ``tool_calls``: it fails on content null and
+    drops the calls silently otherwise. chatfmt writes an assistant message with tool
+    calls and content null or ``""`` as ``<|tool_call|>[{"name": …, "arguments": …}]``
+    (what the model generates); tool calls together with text raise
+    :class:`~chatfmt.errors.UnsupportedFeatureError` (``field="tool_calls"``).
     """
 
     name = "granite3"
@@ -111,7 +126,7 @@ class Granite3(Template):
 
     def _default_system(self, conv: Conversation, ctx: RenderContext) -> str:
         docs = _documents(ctx)
-        controls = ctx.option("controls") or ()
+        controls = _controls(ctx)
         text = (
             "Knowledge Cutoff Date: April 2024. Today's Date: "
             + ctx.now.strftime("%B %d, %Y")
@@ -164,14 +179,22 @@ class Granite3(Template):
         for m in msgs:
             self._render_message(b, m)
         if ctx.add_generation_prompt and msgs:
-            controls = ctx.option("controls")
+            controls = _controls(ctx)
             b.control(_SOR + "assistant" + (" " + _tojson(controls) if controls else "") + _EOR)
         return b.segments
 
     def _render_message(self, b: SegmentBuilder, m: Message) -> None:
         trained = m.role == "assistant"
         b.control(_SOR + m.role + _EOR, m.index)
-        if m.content is None and m.tool_calls:
+        if m.tool_calls and m.content:
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} cannot render tool calls together with text: the "
+                'official template would drop the calls silently; send content null (or "") '
+                "with tool calls and put the text in a separate assistant message",
+                index=m.index,
+                field="tool_calls",
+            )
+        if m.tool_calls:  # content null or "": the model's own '<|tool_call|>' form
             calls = [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]
             b.control("<|tool_call|>", m.index, True)
             b.content(_tojson(calls), m.index, True)

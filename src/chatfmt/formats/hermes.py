@@ -166,7 +166,15 @@ class HermesTemplate(Template):
                 chatml_turn(b, m.role, require_text(self.name, m), m.index, m.role == "assistant")
 
     def _calls(self, b: SegmentBuilder, m: Message) -> None:
-        # The official tool_use template drops the content of a message with tool calls.
+        # The official tool_use template drops the content of a message with tool calls;
+        # chatfmt refuses to lose it silently (send the text as its own assistant message).
+        if m.content:
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} drops the text of an assistant message that has tool "
+                "calls; send the text as a separate assistant message",
+                index=m.index,
+                field="tool_calls",
+            )
         b.control(f"{IM_START}assistant\n", m.index)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)

@@ -331,15 +331,14 @@ class QwQTemplate(_QwenToolsBase):
         "thinking stripped from earlier replies, Hermes-style tools."
     )
     source = "official Jinja: Qwen-QwQ-32B.jinja"
-    #: The reference file (llama.cpp's copy, kept in data/) closes the block when
-    #: ``enable_thinking`` is undefined; the Hugging Face original has no option and always
-    #: leaves ``<think>`` open, so the default here is True (``enable_thinking=False`` gives the
-    #: closed form). Because their defaults differ, the llama.cpp file is deliberately not listed
-    #: in ``official_templates``: loading it gives a Jinja-backed template that renders it exactly.
-    official_templates = ()
+    #: The official template (``Qwen-QwQ-32B.jinja``, llama.cpp's copy of QwQ's template)
+    #: closes the think block unless ``enable_thinking`` is true, so the default here is False
+    #: like the file's undefined variable; pass ``enable_thinking=True`` for the open
+    #: ``<think>\n`` prompt of the original Hugging Face template.
+    official_templates = ("Qwen-QwQ-32B.jinja",)
     supports_reasoning = True
     reasoning_parser = "think"
-    default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
+    default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": False}
     generation_config = GenerationConfig(
         session_len=131072,
         stop_words=(IM_END, ENDOFTEXT),

@@ -3,8 +3,13 @@
 Reproduces the reference ``HuggingFaceTB-SmolLM3-3B.jinja`` (Unsloth's edit of the official
 template, which prints no date and lists no tools): the system turn always carries a
 ``## Metadata`` block with the reasoning mode, the caller's system text (without the
-``/think`` / ``/no_think`` flags) or a default instruction; other system messages, tools
-and tool calls are not rendered; tool results become ``user`` turns.
+``/think`` / ``/no_think`` flags) or a default instruction; tool results become ``user``
+turns and ``reasoning_content`` is not written.
+
+The template drops system messages after the first one and assistant tool calls
+silently; chatfmt raises instead: :class:`~chatfmt.errors.RoleOrderError` for a system
+message that is not ``messages[0]`` (``field="role"``) and
+:class:`~chatfmt.errors.UnsupportedFeatureError` for tool calls (``field="tool_calls"``).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..config import GenerationConfig
-from ..errors import ValidationError
+from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
@@ -90,7 +95,8 @@ class SmolLM3Template(Template):
         else:
             b.control(_THINK_SYSTEM if think else _PLAIN_SYSTEM)
         b.control(f"{IM_END}\n")
-        for m in msgs:
+        for pos, m in enumerate(msgs):
+            self._check_kept(m, pos)
             text = m.content or ""
             if m.role in ("user", "tool"):
                 b.control(f"{IM_START}user\n", m.index)
@@ -104,6 +110,23 @@ class SmolLM3Template(Template):
         if ctx.add_generation_prompt:
             b.control(f"{IM_START}assistant\n" + ("" if think else NO_THINK_PREFIX))
         return b.segments
+
+    def _check_kept(self, m: Message, pos: int) -> None:
+        """Refuse what the official template would drop silently."""
+        if m.role == "system" and pos:
+            raise RoleOrderError(
+                f"template {self.name!r} accepts a system message only as the first message "
+                "(the official template drops later ones silently)",
+                index=m.index,
+                field="role",
+            )
+        if m.tool_calls:
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} has no tool-call format (the official template "
+                "drops assistant tool calls silently)",
+                index=m.index,
+                field="tool_calls",
+            )
 
 
 SMOLLM3 = register(SmolLM3Template())

@@ -16,8 +16,8 @@ import jinja2
 from ..config import GenerationConfig
 from ..errors import TemplateError, TemplateRenderError, ValidationError
 from ..protocol import Conversation
-from ..segments import Segment, join, truncate_after_content
-from ..template import RenderContext, Template
+from ..segments import Segment, join
+from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template, parse_now
 from . import environment as env
 from .inputs import (
     DIALECTS,
@@ -73,20 +73,8 @@ def source_hash(source: str) -> str:
 
 
 def _as_datetime(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime:
-    if now is None:
-        return _dt.datetime.now()
-    if isinstance(now, _dt.datetime):
-        return now
-    if isinstance(now, _dt.date):
-        return _dt.datetime(now.year, now.month, now.day)
-    if isinstance(now, str):
-        try:
-            return _dt.datetime.fromisoformat(now)
-        except ValueError:
-            raise ValidationError(
-                f"now must be an ISO date or datetime, got {now!r}", field="now"
-            ) from None
-    raise ValidationError(f"now must be a date, got {type(now).__name__}", field="now")
+    when = parse_now(now)
+    return _dt.datetime.now() if when is None else when
 
 
 def _token_text(value: Any) -> Any:
@@ -190,38 +178,6 @@ class JinjaTemplate(Template):
         return out
 
     # ------------------------------------------------------------------ public API
-    def segments(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
-    ) -> list[Segment]:
-        """Render to segments (traced through a sentinel render); same arguments as :meth:`render`."""
-        if continue_final_message:
-            add_generation_prompt = False
-        self.check_options(options)
-        opts = {**self.default_options, **options}
-        merge = bool(opts.pop(MERGE_SYSTEM))
-        when = _as_datetime(now)
-        prep = prepare(messages, tools, require_tool_calls=sequence_start)
-        if not sequence_start:
-            return self._follow_up(
-                prep, opts, add_generation_prompt, when, merge, continue_final_message
-            )
-        segs = self._trace(prep, opts, add_generation_prompt, when, merge)
-        if continue_final_message:
-            if not prep.conv.messages:
-                raise ValidationError(
-                    "continue_final_message needs at least one message", field="messages"
-                )
-            segs = truncate_after_content(segs, len(prep.conv.messages) - 1)
-        return segs
-
     def render(
         self,
         messages: Any,
@@ -256,8 +212,29 @@ class JinjaTemplate(Template):
         opts = dict(ctx.options)
         merge = bool(opts.pop(MERGE_SYSTEM, False))
         return self._trace(
-            prepare(conv, None), opts, ctx.add_generation_prompt, _as_datetime(ctx.now), merge
+            prepare(conv, None), opts, ctx.add_generation_prompt, ctx.datetime, merge
         )
+
+    def _render_segments(
+        self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
+    ) -> tuple[Conversation, list[Segment]]:
+        """Segments traced through a sentinel render (keeps custom roles and the raw shape)."""
+        opts = dict(ctx.options)
+        merge = bool(opts.pop(MERGE_SYSTEM, False))
+        prep = prepare(messages, tools, require_tool_calls=sequence_start)
+        if sequence_start:
+            segs = self._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
+            return prep.conv, segs
+        if not prep.conv.messages:
+            return prep.conv, []
+        probe = [
+            {"role": "user", "content": PROBE_USER},
+            {"role": "assistant", "content": PROBE_ASSISTANT},
+        ]
+        segs = self._trace(
+            shifted(prep, probe), opts, ctx.add_generation_prompt, ctx.datetime, merge
+        )
+        return prep.conv, self._after_probe(segs, prep.conv)
 
     # ------------------------------------------------------------------ rendering
     def _variables(
@@ -476,36 +453,6 @@ class JinjaTemplate(Template):
         if isinstance(eos, str) and eos and eos not in eots:
             eots.append(eos)
         return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots))
-
-    def _follow_up(
-        self,
-        prep: Prepared,
-        opts: Mapping[str, Any],
-        add_gen: bool,
-        when: _dt.datetime,
-        merge: bool,
-        cont: bool,
-    ) -> list[Segment]:
-        if not prep.conv.messages:
-            return []
-        probe = [
-            {"role": "user", "content": "chatfmt probe question"},
-            {"role": "assistant", "content": "chatfmt probe answer"},
-        ]
-        segs = self._trace(shifted(prep, probe), opts, add_gen, when, merge)
-        end = max((i for i, s in enumerate(segs) if s.message == 1 and s.trained), default=None)
-        if end is None:
-            raise TemplateError(
-                f"template {self.name!r} marks no trained end-of-turn for assistant replies; "
-                "sequence_start=False is not available for it"
-            )
-        out = [
-            Segment(s.text, s.kind, None if s.message is None else s.message - 2, s.trained)
-            for s in segs[end + 1 :]
-        ]
-        if cont:
-            out = truncate_after_content(out, len(prep.conv.messages) - 1)
-        return out
 
 
 def _common_prefix(a: str, b: str) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import ParseError
+from ..errors import ChatFmtError, ParseError
 from .special import SpecialTokens
 
 Delta = dict[str, Any]
@@ -126,6 +126,9 @@ class Emitter:
             value = json.loads(text)
         except ValueError:
             self.fail(index, "arguments are not valid JSON")
+            return
+        except RecursionError:
+            self.fail(index, "arguments are nested too deeply to decode")
             return
         if not isinstance(value, dict):
             self.fail(index, "arguments are not a JSON object")
@@ -262,8 +265,11 @@ def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatP
 
 
 def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:
+    """Tool name → parameters schema; ``tools`` is a list of OpenAI tools (or tool names)."""
     if tools is None:
         return None
+    if not isinstance(tools, (list, tuple)):
+        raise ParseError(f"tools must be a list of OpenAI tool objects, got {type(tools).__name__}")
     out: dict[str, Any] = {}
     for tool in tools:
         if isinstance(tool, str):
@@ -277,14 +283,32 @@ def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:
     return out
 
 
+#: Options the parsing framework itself reads (the rest are template options).
+PARSER_OPTIONS = (
+    "id_factory",
+    "reasoning_parser",
+    "special_token_ids",
+    "thinking_prefilled",
+    "tokenizer",
+)
+
+
 def _resolve(
     template: Any, parser: str | None, options: dict[str, Any]
 ) -> tuple[str, str | None, Any]:
-    """(tool parser name, reasoning parser name, template or None)."""
+    """(tool parser name, reasoning parser name, template or None).
+
+    ``parser=`` forces the tool parser only: a template given with it still
+    chooses the reasoning parser (and the prefill detection). The option
+    ``reasoning_parser`` (popped from ``options``) overrides that choice; ``None``
+    turns reasoning parsing off.
+    """
     from . import _families  # noqa: F401  (registers the family parsers)
 
     tpl = None
-    if parser is None and template is not None:
+    tool: str | None = parser
+    reasoning: str | None = None
+    if template is not None:
         from ..api import get_template
         from ..registry import REGISTRY
         from ..template import Template
@@ -292,23 +316,49 @@ def _resolve(
         if isinstance(template, Template):
             tpl = template
         elif isinstance(template, str) and template not in REGISTRY and template in TOOL_PARSERS:
-            parser = template
+            tool = parser or template
         elif (
             isinstance(template, str) and template not in REGISTRY and template in REASONING_PARSERS
         ):
-            return "plain", template, None
+            reasoning = template
+        elif isinstance(template, (str, Path)):
+            tpl = get_template(template)
         else:
-            tpl = get_template(template if isinstance(template, (str, Path)) else str(template))
+            raise ParseError(
+                f"template must be a template name, path or Template, got {type(template).__name__}"
+            )
     if tpl is not None:
-        tool = tpl.tool_parser or "plain"
         reasoning = tpl.reasoning_parser
-        return tool, reasoning, tpl
-    if parser is None:
-        raise ParseError("give a template or a parser name")
-    reasoning = options.pop("reasoning_parser", None)
-    if parser in REASONING_PARSERS and parser not in TOOL_PARSERS:
-        return "plain", parser, None
-    return parser, reasoning, None
+        if tool is None:
+            tool = tpl.tool_parser or "plain"
+    if "reasoning_parser" in options:
+        reasoning = options.pop("reasoning_parser")
+    if tool is None:
+        if reasoning is None:
+            raise ParseError("give a template or a parser name")
+        tool = "plain"
+    if tool in REASONING_PARSERS and tool not in TOOL_PARSERS:
+        tool, reasoning = "plain", tool
+    return tool, reasoning, tpl
+
+
+def _check_options(tpl: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The template options among ``options``; unknown names raise :class:`ParseError`."""
+    tpl_opts = {k: v for k, v in options.items() if k not in PARSER_OPTIONS}
+    if not tpl_opts:
+        return tpl_opts
+    known = f"parser options: {', '.join(PARSER_OPTIONS)}"
+    if tpl is None:
+        raise ParseError(f"unknown parse option(s) {', '.join(sorted(tpl_opts))} ({known})")
+    template_known = ", ".join(sorted(getattr(tpl, "default_options", {}) or {})) or "none"
+    try:
+        tpl.check_options(tpl_opts)
+    except ChatFmtError:
+        raise ParseError(
+            f"unknown parse option(s) {', '.join(sorted(tpl_opts))} "
+            f"({known}; options of template {tpl.name!r}: {template_known})"
+        ) from None
+    return tpl_opts
 
 
 class StreamParser:
@@ -316,13 +366,16 @@ class StreamParser:
 
     ``template`` is a template name/object (its ``tool_parser`` and
     ``reasoning_parser`` choose the parsers) or a parser name such as
-    ``"hermes"``; ``parser=`` forces a tool parser. ``tools`` (OpenAI tools) let
+    ``"hermes"``; ``parser=`` forces the tool parser (a template given too still
+    chooses the reasoning parser; ``reasoning_parser=`` overrides it). ``tools`` (a
+    list of OpenAI tools) let
     unknown tool names be flagged and typed arguments be decoded. Options:
     ``thinking_prefilled`` (output starts inside a reasoning block; derived from
     the template's generation prompt by default), ``enable_thinking`` and other
     template options (used for that derivation), ``special_token_ids`` (marker →
     token id) or ``tokenizer`` (to tell real special tokens from look-alike text
     when ``feed`` gets ``token_ids``), ``id_factory`` (``index -> call id``).
+    Unknown option names raise :class:`ParseError`.
     """
 
     def __init__(
@@ -341,10 +394,15 @@ class StreamParser:
             )
         if reasoning_name is not None and reasoning_name not in REASONING_PARSERS:
             raise ParseError(f"unknown reasoning parser {reasoning_name!r}")
+        tpl_opts = _check_options(tpl, opts)
         tool_cls = TOOL_PARSERS[tool_name]
         id_factory = opts.pop("id_factory", None) or (
             mistral_call_id if tool_name == "mistral" else openai_call_id
         )
+        if not callable(id_factory):
+            raise ParseError(
+                f"id_factory must be a callable (index -> id), got {type(id_factory).__name__}"
+            )
         self.out = Emitter(id_factory, _tool_schemas(tools))
         markers = set(tool_cls.special_markers)
         if reasoning_name is not None:
@@ -354,7 +412,7 @@ class StreamParser:
         )
         self.budget = SpecialTokens(marker_ids, opts.pop("tokenizer", None))
         if reasoning_name is not None and "thinking_prefilled" not in opts:
-            opts["thinking_prefilled"] = _prefilled(tpl, opts)
+            opts["thinking_prefilled"] = _prefilled(tpl, tpl_opts)
         inner = tool_cls(self.out, self.budget, opts)
         self._parser: FormatParser = (
             REASONING_PARSERS[reasoning_name](inner, self.out, self.budget, opts)
@@ -374,6 +432,8 @@ class StreamParser:
         """
         if self._done:
             raise ParseError("feed() after finish()")
+        if not isinstance(text, str):
+            raise ParseError(f"feed() takes the output text as a str, got {type(text).__name__}")
         self.budget.feed(text, token_ids)
         self._parser.feed(text)
         if self.budget.active:
@@ -410,17 +470,15 @@ def _marker_ids(
     return ids
 
 
-def _prefilled(tpl: Any, opts: Mapping[str, Any]) -> bool:
+def _prefilled(tpl: Any, tpl_opts: Mapping[str, Any]) -> bool:
     """Whether the template's generation prompt opens a reasoning block (``…<think>``)."""
     if tpl is None:
         return False
-    known = getattr(tpl, "default_options", {}) or {}
-    tpl_opts = {k: v for k, v in opts.items() if k in known}
     try:
         prompt = tpl.render(
             [{"role": "user", "content": "x"}], add_generation_prompt=True, **tpl_opts
         )
-    except Exception:  # a template that cannot render a bare question: assume no prefill
+    except ChatFmtError:  # a template that cannot render a bare question: assume no prefill
         return False
     tail = prompt.rstrip()
     return tail.endswith("<think>")
@@ -434,6 +492,8 @@ def parse(
     The same as feeding ``text`` (and ``token_ids=``, its ids, if given) to a
     :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`).
     """
+    if not isinstance(text, str):
+        raise ParseError(f"parse() takes the model output as a str, got {type(text).__name__}")
     token_ids = options.pop("token_ids", None)
     sp = StreamParser(template, tools=tools, **options)
     deltas = sp.feed(text, token_ids=token_ids)

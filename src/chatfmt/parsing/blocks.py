@@ -126,6 +126,13 @@ class BlockParser(FormatParser):
     args_keys: ClassVar[tuple[str, ...]] = ("arguments", "parameters")
     #: Stop the block after one call object (no lists or separators).
     single: ClassVar[bool] = False
+    #: The marker that ends a code-interpreter call (state ``code``, see :meth:`_s_code`).
+    code_end: ClassVar[str] = ""
+
+    #: Arguments of the open call being streamed as one raw JSON value (see :meth:`feed_raw_args`).
+    raw: RawArgs | None = None
+    #: Code of the open code-interpreter call (state ``code``).
+    code: CodeBody | None = None
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
@@ -185,6 +192,25 @@ class BlockParser(FormatParser):
     def start_call(self) -> None:
         self.call = JsonCall(self.out, name_keys=self.name_keys, args_keys=self.args_keys)
         self.state = "call"
+
+    def feed_raw_args(self) -> str | None:
+        """Stream :attr:`raw` on; ``None`` while it needs more text, else ``"done"``/``"failed"``.
+
+        A failed call becomes :attr:`junk_index` (its rest is junk text); the
+        caller picks the next state.
+        """
+        raw = self.raw
+        assert raw is not None
+        self.pos = raw.feed(self.buf, self.pos)
+        if raw.status is None:
+            if not self.final:
+                return None
+            raw.close()
+        self.raw = None
+        if raw.status == "failed":
+            self.junk_index = raw.index
+        assert raw.status is not None
+        return raw.status
 
     # ------------------------------------------------------------------ states
     def _s_text(self) -> bool:
@@ -262,6 +288,22 @@ class BlockParser(FormatParser):
             self.end_block()
         else:
             self.state = "gap"
+        return True
+
+    def _s_code(self) -> bool:
+        """Code of a code-interpreter call, up to :attr:`code_end` (or the end of output)."""
+        code = self.code
+        assert code is not None
+        end, marker, resume = self.end_set(self.code_end).split(self.buf, self.pos, self.real)
+        last = marker is not None or self.final
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        code.feed(self.buf[self.pos : end], last)
+        self.pos = resume
+        if not last:
+            return False
+        self.code = None
+        self.end_block()
         return True
 
     def _s_junk(self) -> bool:

@@ -26,7 +26,6 @@ class DeepSeekV3Parser(BlockParser):
     starts: ClassVar[Mapping[str, str]] = {CALLS_BEGIN: "ds_gap", CALL_BEGIN: "ds_head"}
     end = CALL_END
 
-    raw: RawArgs | None = None
     _head = ""
 
     def _s_ds_gap(self) -> bool:
@@ -106,19 +105,10 @@ class DeepSeekV3Parser(BlockParser):
         return True
 
     def _s_ds_args(self) -> bool:
-        raw = self.raw
-        assert raw is not None
-        self.pos = raw.feed(self.buf, self.pos)
-        if raw.status is None:
-            if not self.final:
-                return False
-            raw.close()
-        self.raw = None
-        if raw.status == "failed":
-            self.junk_index = raw.index
-            self.state = "ds_junk"
-        else:
-            self.state = "ds_tail"
+        status = self.feed_raw_args()
+        if status is None:
+            return False
+        self.state = "ds_junk" if status == "failed" else "ds_tail"
         return True
 
     def _s_ds_tail(self) -> bool:

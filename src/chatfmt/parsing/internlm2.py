@@ -30,7 +30,7 @@ class InternLM2Parser(BlockParser):
     end = _END
     single = True
 
-    code: CodeBody | None = None
+    code_end = _END
 
     def _s_kind(self) -> bool:
         start = self.pos
@@ -60,21 +60,6 @@ class InternLM2Parser(BlockParser):
         """``<|action_start|>`` not followed by a kind token: it is text (what follows is text too)."""
         self.out.content(_START)
         self.end_block()
-
-    def _s_code(self) -> bool:
-        code = self.code
-        assert code is not None
-        end, marker, resume = self.end_set(_END).split(self.buf, self.pos, self.real)
-        last = marker is not None or self.final
-        if self.final and marker is None:
-            end = resume = len(self.buf)
-        code.feed(self.buf[self.pos : end], last)
-        self.pos = resume
-        if not last:
-            return False
-        self.code = None
-        self.end_block()
-        return True
 
 
 register_tool_parser(InternLM2Parser, "internlm", "internlm3", "interns1")

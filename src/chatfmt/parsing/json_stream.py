@@ -204,10 +204,13 @@ class JsonScanner:
 
 
 def loads_or_none(text: str) -> tuple[bool, Any]:
-    """``(True, value)`` if ``text`` is valid JSON, else ``(False, None)``."""
+    """``(True, value)`` if ``text`` is valid JSON, else ``(False, None)``.
+
+    JSON nested too deeply for the decoder counts as not valid (never a ``RecursionError``).
+    """
     try:
         return True, json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, None
 
 

@@ -27,7 +27,7 @@ class Llama3JsonParser(BlockParser):
     special_markers = (_TAG, _EOM)
     starts: ClassVar[Mapping[str, str]] = {_TAG: "py_head", "{": "json"}
 
-    code: CodeBody | None = None
+    code_end = _EOM
     kwargs: KwargsCall | None = None
     _tagged = False
 
@@ -78,21 +78,6 @@ class Llama3JsonParser(BlockParser):
         if not kw.finished:
             return False
         self.kwargs = None
-        self.end_block()
-        return True
-
-    def _s_code(self) -> bool:
-        code = self.code
-        assert code is not None
-        end, marker, resume = self.end_set(_EOM).split(self.buf, self.pos, self.real)
-        last = marker is not None or self.final
-        if self.final and marker is None:
-            end = resume = len(self.buf)
-        code.feed(self.buf[self.pos : end], last)
-        self.pos = resume
-        if not last:
-            return False
-        self.code = None
         self.end_block()
         return True
 

@@ -20,8 +20,6 @@ class MistralParser(BlockParser):
     special_markers = ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]")
     starts: ClassVar[Mapping[str, str]] = {"[TOOL_CALLS]": "head"}
 
-    raw: RawArgs | None = None
-
     def _s_head(self) -> bool:
         if not self.skip_ws():
             return False
@@ -69,16 +67,10 @@ class MistralParser(BlockParser):
         return True
 
     def _s_args(self) -> bool:
-        raw = self.raw
-        assert raw is not None
-        self.pos = raw.feed(self.buf, self.pos)
-        if raw.status is None:
-            if not self.final:
-                return False
-            raw.close()
-        self.raw = None
-        if raw.status == "failed":
-            self.junk_index = raw.index
+        status = self.feed_raw_args()
+        if status is None:
+            return False
+        if status == "failed":
             self.cur_end = "[TOOL_CALLS]"
             self.state = "junk"
         else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -31,7 +32,8 @@ Truncation = Literal["error", "right", "left"]
 OnSpecial = Literal["text", "raise"]
 
 IGNORE_INDEX = -100
-_TRAIN_ON = ("all_assistant", "last_assistant", "all", "none")
+#: The accepted ``train_on`` values.
+TRAIN_ON: tuple[str, ...] = ("all_assistant", "last_assistant", "all", "none")
 _SPLIT_CACHE_LIMIT = 4096
 
 
@@ -159,8 +161,9 @@ def encode(
     ``last_assistant`` (only the last assistant message), ``all`` (every token), or
     ``none`` (inference; nothing trained). Under the first two a sequence with nothing
     trained raises :class:`TokenizationError`.
-    ``max_length`` with ``truncation``: ``error`` (default), ``right`` (keep the start)
-    or ``left`` (keep the end); never silent.
+    ``max_length`` (a positive int; anything else raises :class:`TokenizationError`) with
+    ``truncation``: ``error`` (default), ``right`` (keep the start) or ``left`` (keep the
+    end); never silent.
     ``on_special``: ``text`` encodes special-token strings in content as plain text;
     ``raise`` raises :class:`TokenizationError` naming the message.
     ``add_bos``: ``None`` adds the tokenizer's BOS when the model adds it and the
@@ -204,14 +207,16 @@ def encode_batch(
     """
     from ..api import get_template
 
-    if train_on not in _TRAIN_ON:
-        raise TokenizationError(f"train_on must be one of {', '.join(_TRAIN_ON)}, got {train_on!r}")
+    if train_on not in TRAIN_ON:
+        raise TokenizationError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
     if truncation not in ("error", "right", "left"):
         raise TokenizationError(f"truncation must be error, right or left, got {truncation!r}")
     if on_special not in ("text", "raise"):
         raise TokenizationError(f"on_special must be text or raise, got {on_special!r}")
+    _check_max_length(max_length)
     tpl = get_template(template)
     tok = load_tokenizer(tokenizer)
+    checker = _special_checker(tok, tpl) if on_special == "raise" else None
     results: list[Encoding | ChatFmtError | None] = []
     plans: list[_Plan | None] = []
     plan: _Plan | None
@@ -223,9 +228,7 @@ def encode_batch(
             segs = tpl.segments(
                 messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
             )
-            plan = _plan(
-                segs, tpl, tok, add_bos=add_bos, on_special=on_special, texts=texts, firsts=firsts
-            )
+            plan = _plan(segs, tok, add_bos=add_bos, checker=checker, texts=texts, firsts=firsts)
         except ChatFmtError as exc:
             if errors == "raise":
                 raise
@@ -291,28 +294,39 @@ def _split_control(tok: Tokenizer, text: str) -> list[tuple[int, int, int]]:
     return pieces
 
 
+def _check_max_length(max_length: Any) -> None:
+    """``max_length`` is ``None`` or a positive int (never a bool, str or float)."""
+    if max_length is None:
+        return
+    if isinstance(max_length, bool) or not isinstance(max_length, int):
+        raise TokenizationError(
+            f"max_length must be a positive int or None, got {type(max_length).__name__} "
+            f"{max_length!r}"
+        )
+    if max_length <= 0:
+        raise TokenizationError(f"max_length must be a positive int, got {max_length}")
+
+
 def _special_checker(tok: Tokenizer, tpl: Template) -> re.Pattern[str] | None:
-    key = f"_chatfmt_special_check_{id(tpl)}"
-    cached = tok.__dict__.get(key)
-    if cached is not None:
-        return cached if isinstance(cached, re.Pattern) else None
-    strings = {s for s in (*tok.special_tokens, *tpl.control_tokens) if s}
-    pattern = (
-        re.compile("|".join(re.escape(s) for s in sorted(strings, key=len, reverse=True)))
-        if strings
-        else None
-    )
-    tok.__dict__[key] = pattern if pattern is not None else False
-    return pattern
+    """The pattern of special-token strings content may not hold (``on_special="raise"``)."""
+    strings = frozenset(s for s in (*tok.special_tokens, *tpl.control_tokens) if s)
+    return _special_pattern(strings)
+
+
+@lru_cache(maxsize=64)
+def _special_pattern(strings: frozenset[str]) -> re.Pattern[str] | None:
+    """One alternation of ``strings``, longest first (cached by value, bounded)."""
+    if not strings:
+        return None
+    return re.compile("|".join(re.escape(s) for s in sorted(strings, key=lambda s: (-len(s), s))))
 
 
 def _plan(
     segs: list[Segment],
-    tpl: Template,
     tok: Tokenizer,
     *,
     add_bos: bool | None,
-    on_special: str,
+    checker: re.Pattern[str] | None,
     texts: list[str],
     firsts: list[bool],
 ) -> _Plan:
@@ -322,18 +336,16 @@ def _plan(
     if want_bos and bos and not text.startswith(bos):
         segs = [Segment(bos, Kind.CONTROL, None, False), *segs]
         text = bos + text
-    if on_special == "raise":
-        checker = _special_checker(tok, tpl)
-        if checker is not None:
-            for s in segs:
-                if s.kind is Kind.CONTENT:
-                    m = checker.search(s.text)
-                    if m:
-                        where = f"messages[{s.message}]" if s.message is not None else "tools"
-                        raise TokenizationError(
-                            f"{where}: content contains the special-token string {m.group()!r} "
-                            "(on_special='raise'; use on_special='text' to encode it as plain text)"
-                        )
+    if checker is not None:
+        for s in segs:
+            if s.kind is Kind.CONTENT:
+                m = checker.search(s.text)
+                if m:
+                    where = f"messages[{s.message}]" if s.message is not None else "tools"
+                    raise TokenizationError(
+                        f"{where}: content contains the special-token string {m.group()!r} "
+                        "(on_special='raise'; use on_special='text' to encode it as plain text)"
+                    )
     steps: list[tuple[int, int]] = []
     run: list[str] = []
     run_start = 0
