@@ -199,11 +199,20 @@ def test_too_deep_arguments() -> None:
         assert (err.value.index, err.value.field) == (1, "tool_calls[0].function.arguments")
 
 
+def test_lone_surrogates_in_content_pass_render_and_fail_tokenization(shared_dir: Any) -> None:
+    """Content is a str in and a str out; it is checked where it must become UTF-8 bytes."""
+    from chatfmt import TokenizationError, encode, load_tokenizer
+
+    msgs = [USER_HI, {"role": "assistant", "content": "a\ud800b"}]
+    assert "a\ud800b" in chatfmt.render(msgs, "qwen2.5")
+    tok = load_tokenizer(shared_dir / "tokenizers" / "qwen3")
+    with pytest.raises(TokenizationError, match=r"messages\[1\]: contains a lone surrogate"):
+        encode(msgs, "qwen2.5", tok)
+
+
 @pytest.mark.parametrize(
     ("message", "field"),
     [
-        ({"role": "user", "content": "a\ud800b"}, "content"),
-        ({"role": "user", "content": [{"type": "text", "text": "\udfff"}]}, "content"),
         ({"role": "user", "content": "ok", "name": "n\ud800"}, "name"),
         (_call('{"a": "\ud800"}'), "tool_calls[0].function.arguments"),
         (_call({"a": "\ud800"}), "tool_calls[0].function.arguments"),

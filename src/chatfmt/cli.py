@@ -237,7 +237,14 @@ def render_cmd(
     if as_json:
         typer.echo(json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2))
     else:
-        sys.stdout.write("".join(s.text for s in segments))
+        text = "".join(s.text for s in segments)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError as exc:
+            raise fail(
+                f"the prompt contains {text[exc.start]!r} at char {exc.start}, which cannot be "
+                "written as UTF-8 (a lone surrogate in the input)"
+            ) from None
         sys.stdout.flush()
 
 

@@ -211,7 +211,6 @@ def _content_text(content: Any, index: int) -> str | None:
     if content is None:
         return content
     if isinstance(content, str):
-        _check_text(content, index, "content")
         return content
     if isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
         texts = []
@@ -238,9 +237,7 @@ def _content_text(content: Any, index: int) -> str | None:
                     "text part needs a string 'text'", index=index, field=f"content[{j}].text"
                 )
             texts.append(text)
-        joined = "".join(texts)
-        _check_text(joined, index, "content")
-        return joined
+        return "".join(texts)
     raise ValidationError(
         f"content must be a string, null or a list of text parts, got {type(content).__name__}",
         index=index,
@@ -342,15 +339,6 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
     return ToolCall(type="function", name=name, id=call_id, arguments=args, arguments_json=text)
 
 
-def _is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes to UTF-8 (has no lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 #: Roles whose message needs nothing but a string content (the fast path).
 _PLAIN_ROLES = {k: v for k, v in ROLE_ALIASES.items() if k != "function"}
 
@@ -361,12 +349,7 @@ def validate_message(obj: Any, index: int) -> Message:
         # Fast path for the common {"role": ..., "content": "..."} message.
         role_in = obj.get("role")
         content = obj.get("content")
-        if (
-            type(content) is str
-            and type(role_in) is str
-            and role_in in _PLAIN_ROLES
-            and (content.isascii() or _is_utf8(content))
-        ):
+        if type(content) is str and type(role_in) is str and role_in in _PLAIN_ROLES:
             return Message(_PLAIN_ROLES[role_in], content, None, (), None, None, role_in, index)  # type: ignore[arg-type]
     if isinstance(obj, Message):
         return obj if obj.index == index else dataclasses.replace(obj, index=index)
@@ -389,7 +372,6 @@ def validate_message(obj: Any, index: int) -> Message:
     reasoning = _optional_str(m, "reasoning_content", index)
     if reasoning is None and isinstance(m.get("reasoning"), str):
         reasoning = m["reasoning"]
-        _check_text(reasoning, index, "reasoning")
     tool_call_id = _optional_str(m, "tool_call_id", index)
     raw_calls = m.get("tool_calls")
     calls: tuple[ToolCall, ...] = ()
@@ -504,7 +486,7 @@ def validate_conversation(
             content = m.get("content")
             if type(content) is str and type(role_in) is str:
                 role = _PLAIN_ROLES.get(role_in)
-                if role is not None and (content.isascii() or _is_utf8(content)):
+                if role is not None:
                     out.append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
                     continue
         out.append(validate_message(m, i))

@@ -7,8 +7,7 @@ from the same list (control text may hold special tokens, content never does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
@@ -57,35 +56,23 @@ def join(segments: Iterable[Segment]) -> str:
     return "".join(s.text for s in segments)
 
 
-_TEXT_ONLY: ContextVar[bool] = ContextVar("chatfmt_text_only", default=False)
-
-
-@contextmanager
-def text_only() -> Iterator[None]:
-    """Within this block, new :class:`SegmentBuilder` objects only collect text.
-
-    ``Template.render`` uses it: the same template code runs, but its builder is a plain
-    string sink, so producing the prompt string costs no segment bookkeeping. The result
-    is one CONTROL segment holding the whole text; never use it for tokens or masks.
-    """
-    token = _TEXT_ONLY.set(True)
-    try:
-        yield
-    finally:
-        _TEXT_ONLY.reset(token)
+#: Set by ``Template.render`` while only the prompt string is needed: the same template code
+#: runs, but new builders are plain string sinks (:class:`_TextSink`), so producing the string
+#: costs no segment bookkeeping. Their one CONTROL segment is never used for tokens or masks.
+TEXT_ONLY: ContextVar[bool] = ContextVar("chatfmt_text_only", default=False)
 
 
 class SegmentBuilder:
     """Collects segments, dropping empty ones and merging neighbours with equal attributes.
 
     Pieces are buffered and merged once, when :attr:`segments` is read, so ``add`` costs a
-    tuple comparison and an append. Inside :func:`text_only` it is a plain text sink.
+    tuple comparison and an append. While ``TEXT_ONLY`` is set it is a plain text sink.
     """
 
     __slots__ = ("_attrs", "_done", "_texts")
 
     def __new__(cls) -> SegmentBuilder:
-        if cls is SegmentBuilder and _TEXT_ONLY.get():
+        if cls is SegmentBuilder and TEXT_ONLY.get():
             return object.__new__(_TextSink)
         return object.__new__(cls)
 
@@ -110,6 +97,22 @@ class SegmentBuilder:
     def content(self, text: str, message: int | None = None, trained: bool = False) -> None:
         """Text from the conversation (never special tokens)."""
         self.add(text, Kind.CONTENT, message, trained)
+
+    def turn(
+        self,
+        prefix: str,
+        text: str,
+        suffix: str,
+        separator: str,
+        message: int | None,
+        trained: bool = False,
+    ) -> None:
+        """A whole turn: control ``prefix``, content ``text``, control ``suffix`` (trained with
+        the text: the end-of-turn marker the model writes), untrained control ``separator``."""
+        self.add(prefix, Kind.CONTROL, message)
+        self.add(text, Kind.CONTENT, message, trained)
+        self.add(suffix, Kind.CONTROL, message, trained)
+        self.add(separator, Kind.CONTROL, message)
 
     def extend(self, segments: Iterable[Segment]) -> None:
         for s in segments:
@@ -136,7 +139,7 @@ class SegmentBuilder:
 
 
 class _TextSink(SegmentBuilder):
-    """The builder inside :func:`text_only`: keeps the text, drops the attributes."""
+    """The builder while ``TEXT_ONLY`` is set: keeps the text, drops the attributes."""
 
     __slots__ = ()
 
@@ -148,6 +151,17 @@ class _TextSink(SegmentBuilder):
 
     def content(self, text: str, message: int | None = None, trained: bool = False) -> None:
         self._texts.append(text)
+
+    def turn(
+        self,
+        prefix: str,
+        text: str,
+        suffix: str,
+        separator: str,
+        message: int | None,
+        trained: bool = False,
+    ) -> None:
+        self._texts += (prefix, text, suffix, separator)
 
     @property
     def segments(self) -> list[Segment]:

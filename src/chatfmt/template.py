@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from .config import GenerationConfig
 from .errors import TemplateError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
-from .segments import Kind, Segment, join, text_only, truncate_after_content
+from .segments import TEXT_ONLY, Kind, Segment, join, truncate_after_content
 
 #: Texts of the probe turn used to render a follow-up turn (``sequence_start=False``).
 PROBE_USER = "chatfmt probe question"
@@ -158,8 +158,9 @@ class Template(ABC):
         a previous turn whose reply (with its stop token) the engine already holds.
         """
         if sequence_start and not continue_final_message:
-            # Same template code; the builder only collects text (see segments.text_only).
-            with text_only():
+            # Same template code; the builder only collects text (see segments.TEXT_ONLY).
+            token = TEXT_ONLY.set(True)
+            try:
                 return join(
                     self.segments(
                         messages,
@@ -169,6 +170,8 @@ class Template(ABC):
                         **options,
                     )
                 )
+            finally:
+                TEXT_ONLY.reset(token)
         return join(
             self.segments(
                 messages,

@@ -86,12 +86,12 @@ def tool_json(tool: Tool, i: int) -> str:
     return tool.json
 
 
+_HEADERS = {role: f"{IM_START}{role}\n" for role in ("system", "user", "assistant", "tool")}
+
+
 def chatml_turn(b: SegmentBuilder, role: str, text: str, index: int, trained: bool = False) -> None:
     """``<|im_start|>{role}\\n{text}<|im_end|>\\n`` (the end marker trained for the assistant)."""
-    b.control(f"{IM_START}{role}\n", index)
-    b.content(text, index, trained)
-    b.control(IM_END, index, trained)
-    b.control("\n", index)
+    b.turn(_HEADERS.get(role) or f"{IM_START}{role}\n", text, IM_END, "\n", index, trained)
 
 
 def hermes_call(b: SegmentBuilder, index: int, name: str, arguments: str) -> None:

@@ -346,6 +346,9 @@ def _plan(
                         f"{where}: content contains the special-token string {m.group()!r} "
                         "(on_special='raise'; use on_special='text' to encode it as plain text)"
                     )
+    for s in segs:
+        if s.kind is Kind.CONTENT and not s.text.isascii():
+            _require_unicode(s)
     steps: list[tuple[int, int]] = []
     run: list[str] = []
     run_start = 0
@@ -375,6 +378,18 @@ def _plan(
         pos += len(s.text)
     flush()
     return _Plan(segs, text, steps)
+
+
+def _require_unicode(seg: Segment) -> None:
+    """Text with a lone surrogate has no UTF-8 form and so no token ids: say where it is."""
+    try:
+        seg.text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f"messages[{seg.message}]" if seg.message is not None else "tools"
+        raise TokenizationError(
+            f"{where}: contains a lone surrogate {seg.text[exc.start]!r} (not valid Unicode "
+            "text, so it has no UTF-8 bytes to tokenize)"
+        ) from None
 
 
 def _assemble(
