@@ -278,6 +278,35 @@ def main() -> None:
     n = len(convs)
     tpl = chatfmt.get_template(args.template)
     tok = load_tokenizer(args.tokenizer)
+    rows: list[tuple[str, str, float]] = []
+
+    def add(group: str, name: str, seconds: float, count: int = n) -> float:
+        rate = count / seconds
+        rows.append((group, name, rate))
+        return rate
+
+    # ---- dataset pipeline (first: forked workers start from a process that has not loaded
+    # transformers or run tokenizers' thread pools yet)
+    pipe: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "corpus.jsonl"
+        src.write_text(
+            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in corpus), encoding="utf-8"
+        )
+        for workers in (1, 2):
+            s = tokenize_dataset(
+                src,
+                Path(tmp) / f"out{workers}.parquet",
+                template=tpl,
+                tokenizer=tok,
+                workers=workers,
+                progress=False,
+            )
+            assert s.samples_out == n, s.report()
+            pipe[workers] = add(
+                "pipeline", f"chatfmt tokenize, {workers} worker(s) (JSONL→Parquet)", s.seconds
+            )
+
     from tokenizers import Tokenizer as RawTokenizer
     from transformers import PreTrainedTokenizerFast
 
@@ -285,13 +314,6 @@ def main() -> None:
     config = json.loads((args.tokenizer / "tokenizer_config.json").read_text(encoding="utf-8"))
     hf = PreTrainedTokenizerFast(tokenizer_file=str(args.tokenizer / "tokenizer.json"))
     hf.chat_template = config["chat_template"]
-
-    rows: list[tuple[str, str, float]] = []
-
-    def add(group: str, name: str, seconds: float, count: int = n) -> float:
-        rate = count / seconds
-        rows.append((group, name, rate))
-        return rate
 
     # ---- render only
     rendered: list[str] = []
@@ -332,7 +354,7 @@ def main() -> None:
     ids_rate = add(
         "ids+labels",
         "chatfmt encode_batch (ids+labels+mask)",
-        timed(lambda: encode_batch(corpus, tpl, tok)),
+        timed(lambda: encode_batch(corpus, tpl, tok), repeat=2),
     )
     subset = corpus[: args.hf_subset]
     hf_rate = add(
@@ -351,30 +373,9 @@ def main() -> None:
     floor = add(
         "ids+labels",
         "floor: tokenizers encode_batch(rendered)",
-        timed(lambda: raw.encode_batch(rendered, add_special_tokens=False)),
+        timed(lambda: raw.encode_batch(rendered, add_special_tokens=False), repeat=2),
     )
     ntokens = sum(len(e) for e in raw.encode_batch(rendered[:200], add_special_tokens=False)) / 200
-
-    # ---- dataset pipeline
-    pipe: dict[int, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "corpus.jsonl"
-        src.write_text(
-            "".join(json.dumps(c, ensure_ascii=False) + "\n" for c in corpus), encoding="utf-8"
-        )
-        for workers in (1, 2):
-            s = tokenize_dataset(
-                src,
-                Path(tmp) / f"out{workers}.parquet",
-                template=tpl,
-                tokenizer=tok,
-                workers=workers,
-                progress=False,
-            )
-            assert s.samples_out == n, s.report()
-            pipe[workers] = add(
-                "pipeline", f"chatfmt tokenize, {workers} worker(s) (JSONL→Parquet)", s.seconds
-            )
 
     print(
         f"\nchatfmt tokenization benchmark — {n} conversations, mean {ntokens:,.0f} tokens "
