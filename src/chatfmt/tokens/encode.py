@@ -14,6 +14,7 @@ no trained character is ever left out of the loss.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -392,6 +393,17 @@ def _require_unicode(seg: Segment) -> None:
         ) from None
 
 
+_ZERO = np.zeros(1, dtype=np.int64)
+
+
+@functools.lru_cache(maxsize=4096)
+def _one(token: int) -> np.ndarray:
+    """A cached one-element id array (special tokens recur in every conversation)."""
+    arr = np.array([token], dtype=np.int64)
+    arr.flags.writeable = False
+    return arr
+
+
 def _assemble(
     plan: _Plan,
     encoded: list[tuple[np.ndarray, np.ndarray]],
@@ -400,18 +412,29 @@ def _assemble(
     max_length: int | None,
     truncation: str,
 ) -> Encoding:
+    # Gather every step's ids and run-local starts, then shift all starts in one vector op.
     id_parts: list[np.ndarray] = []
     start_parts: list[np.ndarray] = []
+    offsets: list[int] = []
+    counts: list[int] = []
     for ref, start in plan.steps:
         if ref >= 0:
             ids, starts = encoded[ref]
             id_parts.append(ids)
-            start_parts.append(starts + start)
+            start_parts.append(starts)
+            counts.append(len(ids))
         else:
-            id_parts.append(np.array([-1 - ref], dtype=np.int64))
-            start_parts.append(np.array([start], dtype=np.int64))
-    ids = np.concatenate(id_parts) if id_parts else np.zeros(0, dtype=np.int64)
-    starts = np.concatenate(start_parts) if start_parts else np.zeros(0, dtype=np.int64)
+            id_parts.append(_one(-1 - ref))
+            start_parts.append(_ZERO)
+            counts.append(1)
+        offsets.append(start)
+    if id_parts:
+        ids = np.concatenate(id_parts)
+        starts = np.concatenate(start_parts) + np.repeat(
+            np.asarray(offsets, dtype=np.int64), counts
+        )
+    else:
+        ids = starts = np.zeros(0, dtype=np.int64)
     segs = plan.segments
     seg_start = np.zeros(len(segs), dtype=np.int64)
     if len(segs) > 1:
