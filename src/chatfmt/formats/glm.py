@@ -428,7 +428,7 @@ class GLM45Template(Template):
                     raise UnsupportedFeatureError(
                         f"template {self.name!r} has no code-interpreter tool", field="tools"
                     )
-                b.content(json.dumps(dict(tool.raw), ensure_ascii=False))
+                b.content(tool.json)
                 b.control("\n")
             b.control(GLM45_TOOLS_OUTRO)
         msgs = conv.messages
@@ -558,7 +558,7 @@ class GLM47Template(Template):
         if conv.tools:
             b.control(GLM45_TOOLS_INTRO)
             for tool in conv.tools:
-                b.content(json.dumps(dict(tool.raw), ensure_ascii=False))
+                b.content(tool.json)
                 b.control("\n")
             b.control(GLM47_TOOLS_OUTRO)
         msgs = conv.messages

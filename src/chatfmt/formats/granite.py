@@ -280,7 +280,7 @@ class Granite4(Template):
         if conv.tools:
             block: list[tuple[str, bool, int | None]] = [(_G4_TOOLS_PREFIX, False, None)]
             for t in conv.tools:
-                block += [("\n", False, None), (_tojson(dict(t.raw)), True, None)]
+                block += [("\n", False, None), (t.json, True, None)]
             blocks.append([*block, (_G4_TOOLS_SUFFIX, False, None)])
         if docs:
             block = [(_G4_DOCS_PREFIX, False, None)]
