@@ -149,26 +149,16 @@ def char_starts_from_bytes(text: str, ids: np.ndarray, token_len: np.ndarray) ->
 
 
 def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[np.ndarray]:
-    """Ordinary-text ids as int64 arrays (the encoder has no special tokens, so ``encode`` is ordinary)."""
-    core = getattr(enc, "_core_bpe", None)
-    to_buffer = getattr(core, "encode_to_tiktoken_buffer", None)
-    if to_buffer is None:  # older tiktoken: go through lists
-        lists = (
-            enc.encode_ordinary_batch(list(texts), num_threads=threads)
-            if threads > 1
-            else [enc.encode_ordinary(t) for t in texts]
-        )
-        return [np.asarray(ids, dtype=np.int64) for ids in lists]
-    empty: set[str] = set()
+    """Ordinary-text ids as int64 arrays.
+
+    ``encode_ordinary`` (no special-token scan; the encoder has no special tokens anyway)
+    is about 1.5× faster than the buffer-returning ``encode`` path and releases the GIL.
+    Lone surrogates never reach it: ``encode`` rejects them before tokenizing.
+    """
+    encode_ordinary = enc.encode_ordinary
 
     def one(text: str) -> np.ndarray:
-        try:
-            buf = to_buffer(text, empty)
-        except UnicodeEncodeError:  # lone surrogates: same fix-up as tiktoken's own encode
-            buf = to_buffer(
-                text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), empty
-            )
-        return np.frombuffer(buf, dtype=np.uint32).astype(np.int64)
+        return np.asarray(encode_ordinary(text), dtype=np.int64)
 
     total = sum(len(t) for t in texts)
     if threads > 1 and len(texts) > 1 and total > _PARALLEL_MIN_CHARS:
