@@ -63,8 +63,13 @@ def _check_text(value: str, index: int | None, where: str) -> None:
         ) from None
 
 
+#: One reusable encoder: ``json.dumps(..., ensure_ascii=False)`` builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _json_dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """JSON text as Jinja's ``tojson`` prints it (no ASCII escaping, default separators)."""
+    return _ENCODER.encode(value)
 
 
 @dataclass(slots=True)
@@ -158,7 +163,7 @@ class Tool:
     def json(self) -> str:
         """``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping)."""
         try:
-            text = json.dumps(self.raw, ensure_ascii=False)
+            text = _json_dumps(self.raw)
         except (TypeError, ValueError, RecursionError) as exc:
             raise ValidationError(
                 f"not JSON-serializable ({type(exc).__name__}: {exc})", field=f"tools[{self.index}]"
@@ -326,7 +331,7 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
             arguments_given_as_string=True,
         )
     try:
-        text = json.dumps(args, ensure_ascii=False)
+        text = _json_dumps(args)
     except (TypeError, ValueError, RecursionError) as exc:
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ValidationError(
