@@ -194,6 +194,55 @@ def _render_calls(b: SegmentBuilder, m: Message) -> None:
     b.control("\n]```\n", m.index, True)
 
 
+def _default_turns(
+    bos: str,
+    conv: Conversation,
+    ctx: RenderContext,
+    *,
+    empty_system: str,
+    chatbot: str,
+    chatbot_end: str,
+) -> list[Segment]:
+    """The Command-R / R7B default (no-tools) templates: an optional system turn
+    (``empty_system`` when there is none), then strictly alternating, stripped turns."""
+    b = SegmentBuilder()
+    b.control(bos)
+    msgs = list(conv.messages)
+    if msgs and msgs[0].role == "system":
+        sys_msg = msgs.pop(0)
+        if sys_msg.content is None:
+            raise ValidationError(
+                "system content must be a string", index=sys_msg.index, field="content"
+            )
+        b.control(_SYSTEM, sys_msg.index)
+        b.content(sys_msg.text, sys_msg.index)
+        b.control(_EOT, sys_msg.index)
+    else:
+        b.control(empty_system)
+    for pos, m in enumerate(msgs):
+        if (m.role == "user") != (pos % 2 == 0):
+            raise RoleOrderError(
+                "conversation roles must alternate user/assistant/user/assistant/...",
+                index=m.index,
+                field="role",
+            )
+        if m.role not in ("user", "assistant"):
+            continue  # the default templates write nothing for a later system message
+        if m.content is None:
+            raise ValidationError("content must be a string", index=m.index, field="content")
+        if m.role == "user":
+            b.control(_USER, m.index)
+            b.content(m.text.strip(), m.index)
+            b.control(_EOT, m.index)
+        else:
+            b.control(chatbot, m.index)
+            b.content(m.text.strip(), m.index, True)
+            b.control(chatbot_end, m.index, True)
+    if ctx.add_generation_prompt:
+        b.control(chatbot)
+    return b.segments
+
+
 class CommandR(Template):
     """Command-R / Command-R+ (``default`` and ``tool_use`` chat templates)."""
 
@@ -244,36 +293,9 @@ class CommandR(Template):
         return self._render_default(conv, ctx)
 
     def _render_default(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
-        b.control(self.bos)
-        msgs = list(conv.messages)
-        if msgs and msgs[0].role == "system":
-            sys_msg = msgs.pop(0)
-            if sys_msg.content is None:
-                raise ValidationError(
-                    "system content must be a string", index=sys_msg.index, field="content"
-                )
-            b.control(_SYSTEM, sys_msg.index)
-            b.content(sys_msg.text, sys_msg.index)
-            b.control(_EOT, sys_msg.index)
-        for pos, m in enumerate(msgs):
-            if (m.role == "user") != (pos % 2 == 0):
-                raise RoleOrderError(
-                    "conversation roles must alternate user/assistant/user/assistant/...",
-                    index=m.index,
-                    field="role",
-                )
-            if m.role not in ("user", "assistant"):
-                continue  # the default template writes nothing for other roles
-            if m.content is None:
-                raise ValidationError("content must be a string", index=m.index, field="content")
-            trained = m.role == "assistant"
-            b.control(_USER if m.role == "user" else _CHATBOT, m.index)
-            b.content(m.text.strip(), m.index, trained)
-            b.control(_EOT, m.index, trained)
-        if ctx.add_generation_prompt:
-            b.control(_CHATBOT)
-        return b.segments
+        return _default_turns(
+            self.bos, conv, ctx, empty_system="", chatbot=_CHATBOT, chatbot_end=_EOT
+        )
 
     def _render_tool_use(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         b = SegmentBuilder()
@@ -436,7 +458,6 @@ _R7B_DOCUMENT_TOOL = json.dumps(
     ensure_ascii=False,
 )
 
-_R7B_USER = _SOT + "<|USER_TOKEN|>"
 _R7B_TURN_END = _EOT
 _THINK, _THINK_END = "<|START_THINKING|>", "<|END_THINKING|>"
 _ACT, _ACT_END = "<|START_ACTION|>", "<|END_ACTION|>"
@@ -573,42 +594,14 @@ class CommandR7B(Template):
 
     # ------------------------------------------------------------ default template
     def _render_default(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
-        b.control(self.bos)
-        msgs = list(conv.messages)
-        if msgs and msgs[0].role == "system":
-            sys_msg = msgs.pop(0)
-            if sys_msg.content is None:
-                raise ValidationError(
-                    "system content must be a string", index=sys_msg.index, field="content"
-                )
-            b.control(_SYSTEM, sys_msg.index)
-            b.content(sys_msg.text, sys_msg.index)
-            b.control(_EOT, sys_msg.index)
-        else:
-            b.control(_SYSTEM + _EOT)
-        for pos, m in enumerate(msgs):
-            if (m.role == "user") != (pos % 2 == 0):
-                raise RoleOrderError(
-                    "conversation roles must alternate user/assistant/user/assistant/...",
-                    index=m.index,
-                    field="role",
-                )
-            if m.role not in ("user", "assistant"):
-                continue  # the template writes nothing for a later system message
-            if m.content is None:
-                raise ValidationError("content must be a string", index=m.index, field="content")
-            if m.role == "user":
-                b.control(_R7B_USER, m.index)
-                b.content(m.text.strip(), m.index)
-                b.control(_EOT, m.index)
-            else:
-                b.control(_CHATBOT + _RESP, m.index)
-                b.content(m.text.strip(), m.index, True)
-                b.control(_RESP_END + _EOT, m.index, True)
-        if ctx.add_generation_prompt:
-            b.control(_CHATBOT + _RESP)
-        return b.segments
+        return _default_turns(
+            self.bos,
+            conv,
+            ctx,
+            empty_system=_SYSTEM + _EOT,
+            chatbot=_CHATBOT + _RESP,
+            chatbot_end=_RESP_END + _EOT,
+        )
 
     # ------------------------------------------------------------ tool_use template
     def _render_tool_use(
@@ -649,7 +642,7 @@ class CommandR7B(Template):
                 b.content(m.text, i)
                 b.control(_EOT, i)
             elif m.role == "user":
-                b.control(_R7B_USER, i)
+                b.control(_USER, i)
                 b.content(m.text, i)
                 b.control(_EOT, i)
                 if docs and not docs_sent:
