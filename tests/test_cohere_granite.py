@@ -127,7 +127,12 @@ def test_command_r_role_order_matches_official(roles: list[str]) -> None:
         "messages": [{"role": r, "content": f" {r}{i} "} for i, r in enumerate(roles)],
         "tools": None,
     }
-    check("command-r", CR_DEFAULT, conv, True, tokens=CR_TOKENS)
+    late = [i for i, r in enumerate(roles) if r == "system" and i > 0]
+    try:
+        check("command-r", CR_DEFAULT, conv, True, tokens=CR_TOKENS)
+    except UnsupportedFeatureError as err:
+        # The official default template drops a later system message; chatfmt refuses.
+        assert late and (err.index, err.field) == (late[0], "role")
 
 
 def test_command_r_tool_signatures_and_quirks() -> None:

@@ -165,7 +165,12 @@ def test_tool_use_variant_matches_official_without_tools(
 def test_role_order_matches_official(roles: list[str], text: str) -> None:
     msgs = [{"role": r, "content": f"{text}{i}"} for i, r in enumerate(roles)]
     conv = {"messages": msgs, "tools": None}
-    check("command-r7b", DEFAULT, conv, True)
+    late = [i for i, r in enumerate(roles) if r == "system" and i > 0]
+    try:
+        check("command-r7b", DEFAULT, conv, True)
+    except UnsupportedFeatureError as err:
+        # The official default template drops a later system message; chatfmt refuses.
+        assert late and (err.index, err.field) == (late[0], "role")
     check("command-r7b", TOOL_USE, {"messages": msgs, "tools": TOOLS}, True)
 
 

@@ -227,7 +227,13 @@ def _default_turns(
                 field="role",
             )
         if m.role not in ("user", "assistant"):
-            continue  # the default templates write nothing for a later system message
+            # The official default templates write nothing for it: refuse to lose it silently.
+            raise UnsupportedFeatureError(
+                "a system message after the first turn is dropped by this template's official "
+                "format; merge it into the first system message",
+                index=m.index,
+                field="role",
+            )
         if m.content is None:
             raise ValidationError("content must be a string", index=m.index, field="content")
         if m.role == "user":
