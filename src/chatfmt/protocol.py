@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,11 +64,23 @@ def _check_text(value: str, index: int | None, where: str) -> None:
 
 #: One reusable encoder: ``json.dumps(..., ensure_ascii=False)`` builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+#: The C encoder behind it, made once (``JSONEncoder.encode`` builds one per call). Without
+#: circular-reference markers a cycle ends in ``RecursionError``, which callers report.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (
+    _c_make_encoder(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    if _c_make_encoder is not None
+    else None
+)
 
 
 def _json_dumps(value: Any) -> str:
     """JSON text as Jinja's ``tojson`` prints it (no ASCII escaping, default separators)."""
-    return _ENCODER.encode(value)
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(value, 0))
+    return _ENCODER.encode(value)  # pragma: no cover - Pythons without the C accelerator
 
 
 @dataclass(slots=True)
@@ -142,13 +153,13 @@ class Message:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Tool:
     """A tool offered to the model: an OpenAI function tool or the code interpreter.
 
     ``raw`` is the caller's tool object itself (read, never written: copying every tool
     schema on every request costs more than rendering), so templates that print the tool
-    as JSON print exactly what was given.
+    as JSON print exactly what was given. Read-only by convention, like :class:`Message`.
     """
 
     type: Literal["function", "code_interpreter"]
@@ -158,17 +169,22 @@ class Tool:
     raw: Mapping[str, Any] = field(default_factory=dict)
     #: Position in the ``tools`` list (for error messages).
     index: int = 0
+    _json: str | None = field(default=None, repr=False, compare=False)
 
-    @functools.cached_property
+    @property
     def json(self) -> str:
         """``raw`` as JSON text, exactly as Jinja's ``tojson`` prints it (no ASCII escaping)."""
-        try:
-            text = _json_dumps(self.raw)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise ValidationError(
-                f"not JSON-serializable ({type(exc).__name__}: {exc})", field=f"tools[{self.index}]"
-            ) from None
-        _check_text(text, None, f"tools[{self.index}]")
+        text = self._json
+        if text is None:
+            try:
+                text = _json_dumps(self.raw)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise ValidationError(
+                    f"not JSON-serializable ({type(exc).__name__}: {exc})",
+                    field=f"tools[{self.index}]",
+                ) from None
+            _check_text(text, None, f"tools[{self.index}]")
+            self._json = text
         return text
 
     @property
@@ -177,9 +193,9 @@ class Tool:
         return copy.deepcopy(dict(self.raw.get("function", {})))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Conversation:
-    """Validated messages and tools, ready for any template."""
+    """Validated messages and tools, ready for any template (read-only by convention)."""
 
     messages: tuple[Message, ...]
     tools: tuple[Tool, ...] = ()
@@ -197,7 +213,7 @@ class Conversation:
 
 
 def _as_mapping(obj: Any, index: int) -> Mapping[str, Any]:
-    if isinstance(obj, Mapping):
+    if type(obj) is dict or isinstance(obj, Mapping):
         return obj
     for attr in ("model_dump", "dict", "to_dict"):
         fn = getattr(obj, attr, None)
@@ -213,7 +229,7 @@ def _as_mapping(obj: Any, index: int) -> Mapping[str, Any]:
 
 
 def _content_text(content: Any, index: int) -> str | None:
-    if content is None:
+    if content is None or type(content) is str:
         return content
     if isinstance(content, str):
         return content
@@ -261,14 +277,13 @@ def _optional_str(m: Mapping[str, Any], key: str, index: int) -> str | None:
 
 
 def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
-    where = f"tool_calls[{j}]"
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict:
         raw = _as_mapping(raw, index)
     call_id = raw.get("id")
     if call_id is not None:
         if not isinstance(call_id, str):
-            raise ValidationError("must be a string", index=index, field=f"{where}.id")
-        _check_text(call_id, index, f"{where}.id")
+            raise ValidationError("must be a string", index=index, field=f"tool_calls[{j}].id")
+        _check_text(call_id, index, f"tool_calls[{j}].id")
     ctype = raw.get("type", "function")
     if ctype == "code_interpreter":
         ci = raw.get("code_interpreter")
@@ -276,9 +291,9 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
             raise ValidationError(
                 "code_interpreter call needs {'input': CODE}",
                 index=index,
-                field=f"{where}.code_interpreter.input",
+                field=f"tool_calls[{j}].code_interpreter.input",
             )
-        _check_text(ci["input"], index, f"{where}.code_interpreter.input")
+        _check_text(ci["input"], index, f"tool_calls[{j}].code_interpreter.input")
         return ToolCall(
             type="code_interpreter",
             name="code_interpreter",
@@ -291,36 +306,40 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raise ValidationError(
             f"unknown tool call type {ctype!r} (expected 'function' or 'code_interpreter')",
             index=index,
-            field=f"{where}.type",
+            field=f"tool_calls[{j}].type",
         )
     fn = raw.get("function")
-    if not isinstance(fn, Mapping):
-        raise ValidationError("missing 'function' object", index=index, field=f"{where}.function")
+    if type(fn) is not dict and not isinstance(fn, Mapping):
+        raise ValidationError(
+            "missing 'function' object", index=index, field=f"tool_calls[{j}].function"
+        )
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError(
-            "function name must be a non-empty string", index=index, field=f"{where}.function.name"
+            "function name must be a non-empty string",
+            index=index,
+            field=f"tool_calls[{j}].function.name",
         )
-    _check_text(name, index, f"{where}.function.name")
+    _check_text(name, index, f"tool_calls[{j}].function.name")
     args = fn.get("arguments", {})
     if args is None:
         args = {}
     if isinstance(args, str):
         text = args if args.strip() else "{}"
-        _check_text(text, index, f"{where}.function.arguments")
+        _check_text(text, index, f"tool_calls[{j}].function.arguments")
         try:
             parsed = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValidationError(
                 f"arguments is not valid JSON ({exc.msg} at char {exc.pos})",
                 index=index,
-                field=f"{where}.function.arguments",
+                field=f"tool_calls[{j}].function.arguments",
             ) from None
         except RecursionError:
             raise ValidationError(
                 "arguments JSON is nested too deeply",
                 index=index,
-                field=f"{where}.function.arguments",
+                field=f"tool_calls[{j}].function.arguments",
             ) from None
         return ToolCall(
             type="function",
@@ -337,9 +356,9 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raise ValidationError(
             f"arguments is not JSON-serializable ({reason})",
             index=index,
-            field=f"{where}.function.arguments",
+            field=f"tool_calls[{j}].function.arguments",
         ) from None
-    _check_text(text, index, f"{where}.function.arguments")
+    _check_text(text, index, f"tool_calls[{j}].function.arguments")
     # The caller's object is referenced, not copied: validated objects are read-only.
     return ToolCall(type="function", name=name, id=call_id, arguments=args, arguments_json=text)
 
@@ -356,9 +375,12 @@ def validate_message(obj: Any, index: int) -> Message:
         content = obj.get("content")
         if type(content) is str and type(role_in) is str and role_in in _PLAIN_ROLES:
             return Message(_PLAIN_ROLES[role_in], content, None, (), None, None, role_in, index)  # type: ignore[arg-type]
-    if isinstance(obj, Message):
+    if type(obj) is dict:
+        m: Mapping[str, Any] = obj
+    elif isinstance(obj, Message):
         return obj if obj.index == index else dataclasses.replace(obj, index=index)
-    m = _as_mapping(obj, index)
+    else:
+        m = _as_mapping(obj, index)
     for key, reason in _WRONG_KEYS.items():
         if m.get(key) is not None:
             raise ValidationError(reason, index=index, field=key)
@@ -381,7 +403,9 @@ def validate_message(obj: Any, index: int) -> Message:
     raw_calls = m.get("tool_calls")
     calls: tuple[ToolCall, ...] = ()
     if raw_calls is not None:
-        if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes)):
+        if type(raw_calls) is not list and (
+            not isinstance(raw_calls, Sequence) or isinstance(raw_calls, (str, bytes))
+        ):
             raise ValidationError(
                 f"tool_calls must be a list or null, got {type(raw_calls).__name__}",
                 index=index,
@@ -393,7 +417,7 @@ def validate_message(obj: Any, index: int) -> Message:
                 index=index,
                 field="tool_calls",
             )
-        calls = tuple(_tool_call(c, index, j) for j, c in enumerate(raw_calls))
+        calls = tuple([_tool_call(c, index, j) for j, c in enumerate(raw_calls)])
     if role == "tool" and role_in in ("function",) and name is None:
         raise ValidationError("a 'function' message needs a 'name'", index=index, field="name")
     if reasoning is not None and role != "assistant":
@@ -406,34 +430,28 @@ def validate_message(obj: Any, index: int) -> Message:
         raise ValidationError(
             "only tool messages may have tool_call_id", index=index, field="tool_call_id"
         )
-    return Message(
-        role=role,  # type: ignore[arg-type]
-        content=content,
-        name=name,
-        tool_calls=calls,
-        tool_call_id=tool_call_id,
-        reasoning_content=reasoning,
-        source_role=role_in,
-        index=index,
-    )
+    return Message(role, content, name, calls, tool_call_id, reasoning, role_in, index)  # type: ignore[arg-type]
 
 
 def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
     """Validate OpenAI tools (``function`` and ``code_interpreter``)."""
     if tools is None:
         return ()
-    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+    if type(tools) is not list and (
+        isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable)
+    ):
         raise ValidationError(
             f"tools must be a list of tool objects, got {type(tools).__name__}", field="tools"
         )
     out = []
     for i, raw in enumerate(tools):
         where = f"tools[{i}]"
-        if isinstance(raw, Tool):
-            out.append(raw)
-            continue
-        if not isinstance(raw, Mapping):
-            raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
+        if type(raw) is not dict:
+            if isinstance(raw, Tool):
+                out.append(raw)
+                continue
+            if not isinstance(raw, Mapping):
+                raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
         ttype = raw.get("type", "function")
         if ttype not in ("function", "code_interpreter"):
             raise ValidationError(
@@ -444,7 +462,7 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
             out.append(Tool(type="code_interpreter", name="code_interpreter", raw=raw, index=i))
             continue
         fn = raw.get("function")
-        if not isinstance(fn, Mapping):
+        if type(fn) is not dict and not isinstance(fn, Mapping):
             raise ValidationError("missing 'function' object", field=f"{where}.function")
         name = fn.get("name")
         if not isinstance(name, str) or not name:
@@ -456,14 +474,18 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
                 raise ValidationError("must be a string", field=f"{where}.function.description")
             _check_text(desc, None, f"{where}.function.description")
         params = fn.get("parameters")
-        if params is not None and not isinstance(params, Mapping):
+        if params is not None and type(params) is not dict and not isinstance(params, Mapping):
             raise ValidationError(
                 "must be a JSON-schema object", field=f"{where}.function.parameters"
             )
-        out.append(
-            Tool(type="function", name=name, description=desc, parameters=params, raw=raw, index=i)
-        )
+        out.append(Tool("function", name, desc, params, raw, i))
     return tuple(out)
+
+
+def _orphan_tool_result(index: int) -> None:
+    raise ValidationError(
+        "tool result without a preceding assistant tool call", index=index, field="role"
+    )
 
 
 def validate_conversation(
@@ -476,43 +498,47 @@ def validate_conversation(
     ``require_tool_calls=False`` for a fragment whose earlier turns live elsewhere
     (e.g. ``sequence_start=False``).
     """
-    if isinstance(messages, Conversation):
-        return messages if tools is None else Conversation(messages.messages, validate_tools(tools))
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
-        raise ValidationError("messages must be a list of message objects", field="messages")
-    if isinstance(messages, Mapping):
-        raise ValidationError(
-            "messages must be a list of message objects, got a single object", field="messages"
-        )
+    if type(messages) is not list:
+        if isinstance(messages, Conversation):
+            if tools is None:
+                return messages
+            return Conversation(messages.messages, validate_tools(tools))
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Iterable):
+            raise ValidationError("messages must be a list of message objects", field="messages")
+        if isinstance(messages, Mapping):
+            raise ValidationError(
+                "messages must be a list of message objects, got a single object",
+                field="messages",
+            )
     out: list[Message] = []
+    append = out.append
+    seen_ids: set[str] = set()
+    any_call = False
+    plain_roles = _PLAIN_ROLES
     for i, m in enumerate(messages):
         if type(m) is dict and len(m) == 2:  # the common case, inlined: {"role", "content": str}
             role_in = m.get("role")
             content = m.get("content")
             if type(content) is str and type(role_in) is str:
-                role = _PLAIN_ROLES.get(role_in)
+                role = plain_roles.get(role_in)
                 if role is not None:
-                    out.append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
+                    if role == "tool" and require_tool_calls and not any_call:
+                        _orphan_tool_result(i)
+                    append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
                     continue
-        out.append(validate_message(m, i))
-    msgs = tuple(out)
-    seen_ids: set[str] = set()
-    any_call = False
-    for msg in msgs:
-        if msg.role == "assistant" and msg.tool_calls:
+        msg = validate_message(m, i)
+        if msg.tool_calls:
             any_call = True
-            seen_ids.update(c.id for c in msg.tool_calls if c.id)
+            seen_ids.update([c.id for c in msg.tool_calls if c.id])
         elif msg.role == "tool" and require_tool_calls:
             if not any_call:
-                raise ValidationError(
-                    "tool result without a preceding assistant tool call",
-                    index=msg.index,
-                    field="role",
-                )
+                _orphan_tool_result(i)
             if msg.tool_call_id is not None and seen_ids and msg.tool_call_id not in seen_ids:
                 raise ValidationError(
                     f"tool_call_id {msg.tool_call_id!r} matches no earlier tool call",
-                    index=msg.index,
+                    index=i,
                     field="tool_call_id",
                 )
+        append(msg)
+    msgs = tuple(out)
     return Conversation(msgs, validate_tools(tools))

@@ -53,7 +53,9 @@ class Segment:
 
 def join(segments: Iterable[Segment]) -> str:
     """The prompt string of a segment list."""
-    return "".join(s.text for s in segments)
+    if type(segments) is list and len(segments) == 1:
+        return segments[0].text  # a text-only render: one segment holding the whole prompt
+    return "".join([s.text for s in segments])
 
 
 #: Set by ``Template.render`` while only the prompt string is needed: the same template code

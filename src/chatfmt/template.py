@@ -161,15 +161,18 @@ class Template(ABC):
             # Same template code; the builder only collects text (see segments.TEXT_ONLY).
             token = TEXT_ONLY.set(True)
             try:
-                return join(
-                    self.segments(
+                if options or type(messages) is not list:
+                    segs = self.segments(
                         messages,
                         tools=tools,
                         add_generation_prompt=add_generation_prompt,
                         now=now,
                         **options,
                     )
-                )
+                else:  # the common call, without the argument handling of segments()
+                    ctx = RenderContext(add_generation_prompt, now, self.default_options)
+                    segs = self._render_segments(messages, tools, ctx, True)[1]
+                return join(segs)
             finally:
                 TEXT_ONLY.reset(token)
         return join(

@@ -87,6 +87,9 @@ def tool_json(tool: Tool, i: int) -> str:
 
 
 _HEADERS = {role: f"{IM_START}{role}\n" for role in ("system", "user", "assistant", "tool")}
+_ASSISTANT = _HEADERS["assistant"]
+_END_LINE = IM_END + "\n"
+_USER_OPEN = IM_START + "user"
 
 
 def chatml_turn(b: SegmentBuilder, role: str, text: str, index: int, trained: bool = False) -> None:
@@ -135,13 +138,15 @@ class _QwenToolsBase(Template):
 
     def _tool_result(self, b: SegmentBuilder, msgs: Sequence[Message], pos: int) -> None:
         m = msgs[pos]
-        if pos == 0 or msgs[pos - 1].role != "tool":
-            b.control(f"{IM_START}user", m.index)
-        b.control("\n<tool_response>\n", m.index)
-        b.content(require_text(self.name, m), m.index)
-        b.control("\n</tool_response>", m.index)
-        if pos == len(msgs) - 1 or msgs[pos + 1].role != "tool":
-            b.control(f"{IM_END}\n", m.index)
+        first = pos == 0 or msgs[pos - 1].role != "tool"
+        last = pos == len(msgs) - 1 or msgs[pos + 1].role != "tool"
+        b.turn(
+            (_USER_OPEN if first else "") + "\n<tool_response>\n",
+            require_text(self.name, m),
+            "\n</tool_response>" + (_END_LINE if last else ""),
+            "",
+            m.index,
+        )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         require_messages(self.name, conv)
@@ -149,12 +154,17 @@ class _QwenToolsBase(Template):
         self._header(b, conv)
         msgs = conv.messages
         last_query = self._last_query(msgs)
+        turn = b.turn
         for pos, m in enumerate(msgs):
-            if m.role == "user" or (m.role == "system" and pos > 0):
-                chatml_turn(b, m.role, require_text(self.name, m), m.index)
-            elif m.role == "assistant":
+            role = m.role
+            if role == "user" or (role == "system" and pos > 0):
+                text = m.content
+                if text is None:
+                    text = require_text(self.name, m)
+                turn(_HEADERS[role], text, IM_END, "\n", m.index)
+            elif role == "assistant":
                 self._assistant(b, msgs, pos, last_query)
-            elif m.role == "tool":
+            elif role == "tool":
                 self._tool_result(b, msgs, pos)
         if ctx.add_generation_prompt:
             self._generation_prompt(b, ctx)
@@ -188,7 +198,10 @@ class _QwenToolsBase(Template):
             call = function_call(self.name, m, call, j)
             b.control("\n", m.index, trained=not first)
             first = False
-            hermes_call(b, m.index, call.name, tojson(call.arguments))
+            arguments = (
+                tojson(call.arguments) if call.arguments_given_as_string else call.arguments_json
+            )
+            hermes_call(b, m.index, call.name, arguments)
         b.control(IM_END, m.index, True)
         b.control("\n", m.index)
 
@@ -292,18 +305,21 @@ class Qwen3Template(_QwenToolsBase):
         content, reasoning = raw, ""
         if m.reasoning_content is not None:
             reasoning = m.reasoning_content
-        elif "</think>" in raw:
+        elif "<" in raw and "</think>" in raw:  # "<" first: a much cheaper scan
             content = raw.split("</think>")[-1].lstrip("\n")
             reasoning = raw.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
         last = pos == len(msgs) - 1
         if pos > last_query and (last or reasoning):
-            b.control(f"{IM_START}assistant\n", m.index)
+            b.control(_ASSISTANT, m.index)
             b.control("<think>\n", m.index, True)
             b.content(reasoning.strip("\n"), m.index, True)
             b.control("\n</think>\n\n", m.index, True)
             content = content.lstrip("\n")
+        elif not m.tool_calls:  # the common reply: one turn
+            b.turn(_ASSISTANT, content, IM_END, "\n", m.index, True)
+            return
         else:
-            b.control(f"{IM_START}assistant\n", m.index)
+            b.control(_ASSISTANT, m.index)
         b.content(content, m.index, True)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)
