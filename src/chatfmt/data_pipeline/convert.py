@@ -219,7 +219,7 @@ def convert_dataset(
     from pathlib import Path
 
     from .pipeline import default_errors_path
-    from .readers import read_rows
+    from .readers import parse_row, read_rows
 
     parser = PromptParser(source)
     out = Path(output_path)
@@ -235,7 +235,7 @@ def convert_dataset(
         for index, raw in read_rows(Path(input_path)):
             counts["rows"] += 1
             try:
-                row = json.loads(raw) if isinstance(raw, str) else dict(raw)
+                row = parse_row(raw)
                 text = row.get(field) if isinstance(row, dict) else None
                 if not isinstance(text, str):
                     raise ParseError(f"row has no string field {field!r}")

@@ -1,7 +1,7 @@
 """Read dataset rows from JSONL, JSON, Parquet and Hugging Face ``datasets`` folders.
 
-Rows are yielded as ``(index, row)``; JSONL rows stay raw text (parsed in the workers,
-which keeps the reading process light), other formats yield dicts.
+Rows are yielded as ``(index, row)``; JSONL rows stay raw UTF-8 bytes (decoded and parsed
+in the workers, which keeps the reading process light), other formats yield dicts.
 """
 
 from __future__ import annotations
@@ -60,10 +60,11 @@ def count_rows(path: Path, split: str | None = None) -> int | None:
 def read_rows(
     path: Path, *, split: str | None = None, batch_size: int = 256
 ) -> Iterator[tuple[int, Any]]:
-    """``(row index, row)`` pairs; JSONL rows are the raw line (``str``)."""
+    """``(row index, row)`` pairs; JSONL rows are the raw line (``bytes``, parse with
+    :func:`parse_row`)."""
     kind = input_kind(path)
     if kind == "jsonl":
-        with path.open(encoding="utf-8") as fh:
+        with path.open("rb") as fh:
             for i, line in enumerate(fh):
                 if line.strip():
                     yield i, line
@@ -89,6 +90,13 @@ def read_rows(
         ds = _load_hf(path, split)
         for i, row in enumerate(ds):
             yield i, row
+
+
+def parse_row(raw: Any) -> Any:
+    """A row from :func:`read_rows` as an object (JSONL lines are parsed here)."""
+    if isinstance(raw, (bytes, str)):
+        return json.loads(raw)  # UTF-8 is checked here: a bad row fails alone, not the read
+    return raw
 
 
 def _load_hf(path: Path, split: str | None) -> Any:
