@@ -263,17 +263,20 @@ def interleaved(
 ) -> dict[str, float]:
     """Seconds per implementation for all ``items``: the sum over chunks of each chunk's best time.
 
-    Implementations take turns chunk by chunk, round after round, so all of them see the same
-    machine state; the per-chunk minimum filters out interruptions (on this VM, page-fault and
+    Implementations take turns chunk by chunk, round after round, in a shuffled order (what
+    ran just before leaves caches warm or cold), so all of them see the same machine state; the per-chunk minimum filters out interruptions (on this VM, page-fault and
     memory-reclaim noise changes single timings by up to 2×).
     """
     chunks = [items[i : i + chunk] for i in range(0, len(items), chunk)]
     best = {name: [float("inf")] * len(chunks) for name in fns}
+    names = list(fns)
+    rng = random.Random(0)
     for _ in range(rounds):
         for j, part in enumerate(chunks):
-            for name, fn in fns.items():
+            rng.shuffle(names)  # a new order each time: no one always runs after the same peer
+            for name in names:
                 t0 = time.perf_counter()
-                fn(part)
+                fns[name](part)
                 best[name][j] = min(best[name][j], time.perf_counter() - t0)
     return {name: sum(times) for name, times in best.items()}
 
@@ -348,6 +351,9 @@ def main() -> None:
     rendered = [
         tpl.render(c["messages"], tools=c.get("tools"), add_generation_prompt=False) for c in corpus
     ]
+    validated = {
+        id(c): chatfmt.validate_conversation(c["messages"], c.get("tools")) for c in corpus
+    }
     secs = interleaved(
         {
             "ours": lambda part: [
@@ -361,9 +367,11 @@ def main() -> None:
             "lmdeploy": lambda part: [
                 lmdeploy_qwen_messages2prompt(c["messages"], c.get("tools")) for c in part
             ],
-            "hf": lambda part: [
-                hf.apply_chat_template(c["messages"], tools=c.get("tools"), tokenize=False)
-                for c in part
+            "ours-same-validated": lambda part: [
+                same_family.render(validated[id(c)], add_generation_prompt=False) for c in part
+            ],
+            "validate": lambda part: [
+                chatfmt.validate_conversation(c["messages"], c.get("tools")) for c in part
             ],
         },
         corpus,
@@ -372,7 +380,24 @@ def main() -> None:
     r_ours = add("render", f"chatfmt render ({tpl.name})", secs["ours"])
     r_same = add("render", f"chatfmt render ({same_family.name})", secs["ours-same"])
     r_lmd = add("render", "LMDeploy-style Qwen2.5 messages2prompt (stand-in)", secs["lmdeploy"])
-    r_hf = add("render", "transformers apply_chat_template(tokenize=False)", secs["hf"])
+    add("render", "  chatfmt validate_conversation only", secs["validate"])
+    r_valid = add(
+        "render",
+        f"  chatfmt render ({same_family.name}) of already validated Conversations",
+        secs["ours-same-validated"],
+    )
+    # transformers alone: its Jinja run leaves the caches cold for whoever runs next
+    secs_hf = interleaved(
+        {
+            "hf": lambda part: [
+                hf.apply_chat_template(c["messages"], tools=c.get("tools"), tokenize=False)
+                for c in part
+            ]
+        },
+        corpus,
+        rounds=2,
+    )
+    r_hf = add("render", "transformers apply_chat_template(tokenize=False)", secs_hf["hf"])
 
     # ---- ids + labels
     ids_rate = add(
@@ -423,6 +448,7 @@ def main() -> None:
             r_same >= r_lmd,
         ),
         (f"  (context: chatfmt {tpl.name} vs the same stand-in)", r_ours / r_lmd, None),
+        ("  (context: validated Conversations vs the same stand-in)", r_valid / r_lmd, None),
         (
             "ids+labels vs transformers tokenize=True (target ≥ 5×)",
             ids_rate / hf_rate,

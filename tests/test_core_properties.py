@@ -38,9 +38,10 @@ def test_render_is_join_of_segments_and_input_untouched(
     assert messages == before
     if segs is None:
         return
-    assert tpl.render(messages, add_generation_prompt=gen, now="2026-11-22") == "".join(
-        s.text for s in segs
-    )
+    text = "".join(s.text for s in segs)
+    assert tpl.render(messages, add_generation_prompt=gen, now="2026-11-22") == text
+    validated = chatfmt.validate_conversation(messages)  # renders the same without re-validation
+    assert tpl.render(validated, add_generation_prompt=gen, now="2026-11-22") == text
     assert all(s.text for s in segs)
     n = len(messages)
     assert all(s.message is None or 0 <= s.message < n for s in segs)

@@ -132,6 +132,22 @@ def test_workers_give_the_same_output(tmp_path: Path, qwen: Path) -> None:
     assert _read(tmp_path / "one.parquet") == _read(tmp_path / "two.parquet")
 
 
+def test_a_row_that_is_not_utf8_is_rejected_alone(tmp_path: Path, qwen: Path) -> None:
+    good = json.dumps(
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}
+    ).encode()
+    bad = b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}'
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(good + b"\n" + bad + b"\n" + good + b"\n")
+    s = tokenize_dataset(
+        src, tmp_path / "o.parquet", template="chatml", tokenizer=qwen, progress=False
+    )
+    errors = [json.loads(x) for x in (tmp_path / "o.errors.jsonl").read_text().splitlines()]
+    assert (s.samples_in, s.samples_out, s.errors) == (3, 2, 1)
+    assert errors[0]["row"] == 1 and "UnicodeDecodeError" in errors[0]["reason"]
+    assert [r["row"] for r in _read(tmp_path / "o.parquet")] == [0, 2]
+
+
 def test_max_length_truncate_and_drop(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows())
     s = tokenize_dataset(

@@ -321,7 +321,7 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
             field=f"tool_calls[{j}].function.name",
         )
     _check_text(name, index, f"tool_calls[{j}].function.name")
-    args = fn.get("arguments", {})
+    args = fn.get("arguments")
     if args is None:
         args = {}
     if isinstance(args, str):
@@ -360,7 +360,7 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         ) from None
     _check_text(text, index, f"tool_calls[{j}].function.arguments")
     # The caller's object is referenced, not copied: validated objects are read-only.
-    return ToolCall(type="function", name=name, id=call_id, arguments=args, arguments_json=text)
+    return ToolCall("function", name, args, text, False, call_id)
 
 
 #: Roles whose message needs nothing but a string content (the fast path).
