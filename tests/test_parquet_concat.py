@@ -41,24 +41,11 @@ from chatfmt.data_pipeline.parquet_concat import (  # noqa: E402
     encode_struct,
     parse_footer,
 )
+from chatfmt.data_pipeline.pipeline import OUTPUT_SCHEMA, WRITE_OPTIONS  # noqa: E402
 from chatfmt.errors import ChatFmtError  # noqa: E402
 
-SCHEMA = pa.schema(
-    [
-        ("row", pa.int64()),
-        ("input_ids", pa.list_(pa.int32())),
-        ("labels", pa.list_(pa.int32())),
-        ("attention_mask", pa.list_(pa.int8())),
-        ("num_tokens", pa.int32()),
-        ("num_trained", pa.int32()),
-        ("truncated", pa.bool_()),
-    ]
-)
-PIPELINE_OPTS: dict[str, Any] = {
-    "compression": "zstd",
-    "compression_level": 1,
-    "use_dictionary": False,
-}
+SCHEMA = OUTPUT_SCHEMA()  # the dataset pipeline's output, which these parts stand for
+PIPELINE_OPTS: dict[str, Any] = dict(WRITE_OPTIONS)
 
 
 def make_table(n: int, start: int = 0, seed: int = 0, max_len: int = 12) -> Any:
