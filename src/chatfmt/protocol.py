@@ -64,16 +64,34 @@ def _check_text(value: str, index: int | None, where: str) -> None:
 
 #: One reusable encoder: ``json.dumps(..., ensure_ascii=False)`` builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 #: The C encoder behind it, made once (``JSONEncoder.encode`` builds one per call). Without
 #: circular-reference markers a cycle ends in ``RecursionError``, which callers report.
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODE = (
-    _c_make_encoder(
-        None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
-    )
-    if _c_make_encoder is not None
-    else None
-)
+def _make_c_encoder() -> Any:
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - Pythons without the C accelerator
+        return None
+    try:
+        encode = make(
+            None,
+            _ENCODER.default,
+            json.encoder.encode_basestring,
+            None,
+            ": ",
+            ", ",
+            False,
+            False,
+            True,
+        )
+        if "".join(encode({"a": [1, "é", None]}, 0)) != _ENCODER.encode({"a": [1, "é", None]}):
+            return None  # pragma: no cover - a C encoder that does not match json.dumps
+        return encode
+    except TypeError:  # pragma: no cover - another signature in a future Python
+        return None
+
+
+_C_ENCODE = _make_c_encoder()
 
 
 def _json_dumps(value: Any) -> str:
