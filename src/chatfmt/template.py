@@ -161,18 +161,15 @@ class Template(ABC):
             # Same template code; the builder only collects text (see segments.TEXT_ONLY).
             token = TEXT_ONLY.set(True)
             try:
-                if options or type(messages) is not list:
-                    segs = self.segments(
+                return join(
+                    self.segments(
                         messages,
                         tools=tools,
                         add_generation_prompt=add_generation_prompt,
                         now=now,
                         **options,
                     )
-                else:  # the common call, without the argument handling of segments()
-                    ctx = RenderContext(add_generation_prompt, now, self.default_options)
-                    segs = self._render_segments(messages, tools, ctx, True)[1]
-                return join(segs)
+                )
             finally:
                 TEXT_ONLY.reset(token)
         return join(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -98,38 +98,30 @@ def tokenize_cmd(
     if not input_path.exists():
         raise _fail(f"input not found: {input_path}")
     try:
+        common: dict[str, Any] = {
+            "template": template,
+            "tokenizer": tokenizer,
+            "max_length": max_length,
+            "overflow": overflow,
+            "train_on": train_on,
+            "on_special": on_special,
+            "errors_path": errors_file,
+            "options": _options(option),
+        }
         if engine == "ray":
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
 
-            summary = tokenize_dataset_ray(
-                input_path,
-                output,
-                template=template,
-                tokenizer=tokenizer,
-                max_length=max_length,
-                overflow=overflow,
-                train_on=train_on,
-                on_special=on_special,
-                errors_path=errors_file,
-                options=_options(option),
-            )
+            summary = tokenize_dataset_ray(input_path, output, **common)
         elif engine == "local":
             from ..data_pipeline.pipeline import tokenize_dataset
 
             summary = tokenize_dataset(
                 input_path,
                 output,
-                template=template,
-                tokenizer=tokenizer,
                 workers=workers,
-                max_length=max_length,
-                overflow=overflow,
-                train_on=train_on,
-                on_special=on_special,
-                errors_path=errors_file,
                 split=split,
                 progress=None if not no_progress else False,
-                options=_options(option),
+                **common,
             )
         else:
             raise _fail(f"--engine must be local or ray, got {engine!r}")

@@ -175,36 +175,23 @@ def process_chunk(
         except ValueError as exc:  # JSON errors and ValidationError
             kind = "invalid_json" if isinstance(exc, json.JSONDecodeError) else "error"
             errors.append({"row": index, "kind": kind, "reason": _reason(exc)})
-    truncation = "right" if cfg.overflow == "truncate" else "error"
+    policy: dict[str, Any] = {
+        "train_on": cfg.train_on,
+        "max_length": cfg.max_length,
+        "truncation": "right" if cfg.overflow == "truncate" else "error",
+        "on_special": cfg.on_special,
+        "errors": "return",
+        **cfg.options,
+    }
     try:
         results: list[Encoding | ChatFmtError] = encode_batch(
-            convs,
-            cfg.template,
-            cfg.tokenizer,
-            train_on=cfg.train_on,
-            max_length=cfg.max_length,
-            truncation=truncation,
-            on_special=cfg.on_special,
-            errors="return",
-            **cfg.options,
+            convs, cfg.template, cfg.tokenizer, **policy
         )
     except Exception:  # a bug in one row must not lose the chunk: retry one by one
         results = []
         for conv in convs:
             try:
-                results.extend(
-                    encode_batch(
-                        [conv],
-                        cfg.template,
-                        cfg.tokenizer,
-                        train_on=cfg.train_on,
-                        max_length=cfg.max_length,
-                        truncation=truncation,
-                        on_special=cfg.on_special,
-                        errors="return",
-                        **cfg.options,
-                    )
-                )
+                results.extend(encode_batch([conv], cfg.template, cfg.tokenizer, **policy))
             except Exception as exc:
                 results.append(TokenizationError(_reason(exc)))
     good: list[tuple[int, Encoding]] = []
