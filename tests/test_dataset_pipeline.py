@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -130,6 +131,69 @@ def test_workers_give_the_same_output(tmp_path: Path, qwen: Path) -> None:
         progress=False,
     )
     assert _read(tmp_path / "one.parquet") == _read(tmp_path / "two.parquet")
+
+
+def test_guided_chunks_shrink_towards_the_end_and_keep_every_row() -> None:
+    from chatfmt.data_pipeline.pipeline import _chunks
+
+    rows = [(i, f"r{i}") for i in range(1000)]
+    sizes = [len(c) for c in _chunks(iter(rows), 64, total=1000, workers=2)]
+    assert sizes[0] == 64 and max(sizes) == 64 and sum(sizes) == 1000
+    assert sizes[-2] < 8  # the tail is small, so the workers finish together
+    assert all(a >= b for a, b in itertools.pairwise(sizes))  # never grows again
+    flat = [r for c in _chunks(iter(rows), 64, total=1000, workers=2) for r in c]
+    assert flat == rows
+    # One worker, or an unknown total: fixed-size chunks.
+    assert {len(c) for c in _chunks(iter(rows), 100, total=1000, workers=1)} == {100}
+    assert [len(c) for c in _chunks(iter(rows[:150]), 100)] == [100, 50]
+    # A total that undercounts (rows appended meanwhile) still yields everything.
+    assert sum(len(c) for c in _chunks(iter(rows), 64, total=10, workers=2)) == 1000
+
+
+def test_count_rows_counts_jsonl_rows_as_read(tmp_path: Path) -> None:
+    from chatfmt.data_pipeline.readers import count_rows, read_rows
+
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b'{"a": 1}\n\n  \n{"a": 2}\n{"a": 3}')  # blank lines, no final newline
+    assert count_rows(src) == len(list(read_rows(src))) == 3
+
+
+def test_worker_pool_pipes_are_enlarged() -> None:
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipe sizes are Linux-only")
+    import multiprocessing as mp
+
+    from chatfmt.data_pipeline.pipeline import _PIPE_BYTES, _enlarge_pipes
+
+    with mp.get_context("fork").Pool(1) as pool:
+        pipes = [pool._inqueue._writer, pool._outqueue._writer]  # type: ignore[attr-defined]
+        before = [fcntl.fcntl(c.fileno(), fcntl.F_GETPIPE_SZ) for c in pipes]
+        _enlarge_pipes(pool)
+        after = [fcntl.fcntl(c.fileno(), fcntl.F_GETPIPE_SZ) for c in pipes]
+        assert pool.apply(len, ("abc",)) == 3  # still works
+    assert after == [_PIPE_BYTES, _PIPE_BYTES] and before != after
+    _enlarge_pipes(object())  # anything else: a no-op, not an error
+
+
+def test_chunk_encoding_does_not_import_pandas(qwen: Path) -> None:
+    """pyarrow.array() imports pandas on first use (~0.2 s per worker); the pipeline avoids it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import json, sys
+import chatfmt
+from chatfmt.data_pipeline.pipeline import TokenizeConfig, encode_chunk
+from chatfmt.tokens import load_tokenizer
+cfg = TokenizeConfig(template=chatfmt.get_template("chatml"), tokenizer=load_tokenizer({str(qwen)!r}))
+row = json.dumps({{"messages": [{{"role": "user", "content": "q"}}, {{"role": "assistant", "content": "a"}}]}})
+out = encode_chunk([(0, row.encode())], cfg)
+assert out.rows == 1 and out.parquet
+print("pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 def test_a_row_that_is_not_utf8_is_rejected_alone(tmp_path: Path, qwen: Path) -> None:

@@ -284,14 +284,16 @@ def _content_text(content: Any, index: int) -> str | None:
     )
 
 
-def _optional_str(m: Mapping[str, Any], key: str, index: int) -> str | None:
-    value = m.get(key)
-    if value is None:
-        return value
+def _str_field(value: Any, index: int, key: str) -> str:
+    """A present optional string field (``name``, ``tool_call_id``, …), checked."""
     if isinstance(value, str):
         _check_text(value, index, key)
         return value
     raise ValidationError(f"must be a string, got {type(value).__name__}", index=index, field=key)
+
+
+def _call_field(j: int, path: str) -> str:
+    return f"tool_calls[{j}]{path}"
 
 
 def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
@@ -299,74 +301,32 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raw = _as_mapping(raw, index)
     call_id = raw.get("id")
     if call_id is not None:
-        if not isinstance(call_id, str):
-            raise ValidationError("must be a string", index=index, field=f"tool_calls[{j}].id")
-        _check_text(call_id, index, f"tool_calls[{j}].id")
+        if type(call_id) is not str and not isinstance(call_id, str):
+            raise ValidationError("must be a string", index=index, field=_call_field(j, ".id"))
+        if not call_id.isascii():
+            _check_text(call_id, index, _call_field(j, ".id"))
     ctype = raw.get("type", "function")
-    if ctype == "code_interpreter":
-        ci = raw.get("code_interpreter")
-        if not isinstance(ci, Mapping) or not isinstance(ci.get("input"), str):
-            raise ValidationError(
-                "code_interpreter call needs {'input': CODE}",
-                index=index,
-                field=f"tool_calls[{j}].code_interpreter.input",
-            )
-        _check_text(ci["input"], index, f"tool_calls[{j}].code_interpreter.input")
-        return ToolCall(
-            type="code_interpreter",
-            name="code_interpreter",
-            id=call_id,
-            code=ci["input"],
-            arguments={"code": ci["input"]},
-            arguments_json=_json_dumps({"code": ci["input"]}),
-        )
     if ctype != "function":
-        raise ValidationError(
-            f"unknown tool call type {ctype!r} (expected 'function' or 'code_interpreter')",
-            index=index,
-            field=f"tool_calls[{j}].type",
-        )
+        return _code_call(raw, ctype, call_id, index, j)
     fn = raw.get("function")
     if type(fn) is not dict and not isinstance(fn, Mapping):
         raise ValidationError(
-            "missing 'function' object", index=index, field=f"tool_calls[{j}].function"
+            "missing 'function' object", index=index, field=_call_field(j, ".function")
         )
     name = fn.get("name")
     if not isinstance(name, str) or not name:
         raise ValidationError(
             "function name must be a non-empty string",
             index=index,
-            field=f"tool_calls[{j}].function.name",
+            field=_call_field(j, ".function.name"),
         )
-    _check_text(name, index, f"tool_calls[{j}].function.name")
+    if not name.isascii():
+        _check_text(name, index, _call_field(j, ".function.name"))
     args = fn.get("arguments")
     if args is None:
         args = {}
     if isinstance(args, str):
-        text = args if args.strip() else "{}"
-        _check_text(text, index, f"tool_calls[{j}].function.arguments")
-        try:
-            parsed = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(
-                f"arguments is not valid JSON ({exc.msg} at char {exc.pos})",
-                index=index,
-                field=f"tool_calls[{j}].function.arguments",
-            ) from None
-        except RecursionError:
-            raise ValidationError(
-                "arguments JSON is nested too deeply",
-                index=index,
-                field=f"tool_calls[{j}].function.arguments",
-            ) from None
-        return ToolCall(
-            type="function",
-            name=name,
-            id=call_id,
-            arguments=parsed,
-            arguments_json=args,
-            arguments_given_as_string=True,
-        )
+        return _string_arguments_call(name, args, call_id, index, j)
     try:
         text = _json_dumps(args)
     except (TypeError, ValueError, RecursionError) as exc:
@@ -374,12 +334,67 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raise ValidationError(
             f"arguments is not JSON-serializable ({reason})",
             index=index,
-            field=f"tool_calls[{j}].function.arguments",
+            field=_call_field(j, ".function.arguments"),
         ) from None
-    _check_text(text, index, f"tool_calls[{j}].function.arguments")
+    if not text.isascii():
+        _check_text(text, index, _call_field(j, ".function.arguments"))
     # The caller's object is referenced, not copied: validated objects are read-only.
     return ToolCall("function", name, args, text, False, call_id)
 
+
+def _string_arguments_call(
+    name: str, args: str, call_id: str | None, index: int, j: int
+) -> ToolCall:
+    """A function call whose arguments came as JSON text (kept verbatim, checked by parsing)."""
+    where = _call_field(j, ".function.arguments")
+    text = args if args.strip() else "{}"
+    _check_text(text, index, where)
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"arguments is not valid JSON ({exc.msg} at char {exc.pos})", index=index, field=where
+        ) from None
+    except RecursionError:
+        raise ValidationError(
+            "arguments JSON is nested too deeply", index=index, field=where
+        ) from None
+    return ToolCall("function", name, parsed, args, True, call_id)
+
+
+def _code_call(
+    raw: Mapping[str, Any], ctype: Any, call_id: str | None, index: int, j: int
+) -> ToolCall:
+    """A ``code_interpreter`` call (any other type is rejected)."""
+    if ctype != "code_interpreter":
+        raise ValidationError(
+            f"unknown tool call type {ctype!r} (expected 'function' or 'code_interpreter')",
+            index=index,
+            field=_call_field(j, ".type"),
+        )
+    ci = raw.get("code_interpreter")
+    if not isinstance(ci, Mapping) or not isinstance(ci.get("input"), str):
+        raise ValidationError(
+            "code_interpreter call needs {'input': CODE}",
+            index=index,
+            field=_call_field(j, ".code_interpreter.input"),
+        )
+    code = ci["input"]
+    _check_text(code, index, _call_field(j, ".code_interpreter.input"))
+    return ToolCall(
+        type="code_interpreter",
+        name="code_interpreter",
+        id=call_id,
+        code=code,
+        arguments={"code": code},
+        arguments_json=_json_dumps({"code": code}),
+    )
+
+
+#: Message keys read by validation (a message with only these skips the near-miss check).
+_KNOWN_KEYS = frozenset(
+    ("role", "content", "name", "tool_calls", "tool_call_id", "reasoning_content", "reasoning")
+)
 
 #: Roles whose message needs nothing but a string content (the fast path).
 _PLAIN_ROLES = {k: v for k, v in ROLE_ALIASES.items() if k != "function"}
@@ -399,9 +414,10 @@ def validate_message(obj: Any, index: int) -> Message:
         return obj if obj.index == index else dataclasses.replace(obj, index=index)
     else:
         m = _as_mapping(obj, index)
-    for key, reason in _WRONG_KEYS.items():
-        if m.get(key) is not None:
-            raise ValidationError(reason, index=index, field=key)
+    if not m.keys() <= _KNOWN_KEYS:  # extra keys are ignored, but not near-misses
+        for key, reason in _WRONG_KEYS.items():
+            if m.get(key) is not None:
+                raise ValidationError(reason, index=index, field=key)
     role_in = m.get("role")
     if not isinstance(role_in, str):
         raise ValidationError("missing or non-string 'role'", index=index, field="role")
@@ -413,11 +429,17 @@ def validate_message(obj: Any, index: int) -> Message:
             field="role",
         )
     content = _content_text(m.get("content"), index)
-    name = _optional_str(m, "name", index)
-    reasoning = _optional_str(m, "reasoning_content", index)
-    if reasoning is None and isinstance(m.get("reasoning"), str):
-        reasoning = m["reasoning"]
-    tool_call_id = _optional_str(m, "tool_call_id", index)
+    name = m.get("name")
+    if name is not None:
+        name = _str_field(name, index, "name")
+    reasoning = m.get("reasoning_content")
+    if reasoning is not None:
+        reasoning = _str_field(reasoning, index, "reasoning_content")
+    elif isinstance(m.get("reasoning"), str):
+        reasoning = _str_field(m["reasoning"], index, "reasoning")
+    tool_call_id = m.get("tool_call_id")
+    if tool_call_id is not None:
+        tool_call_id = _str_field(tool_call_id, index, "tool_call_id")
     raw_calls = m.get("tool_calls")
     calls: tuple[ToolCall, ...] = ()
     if raw_calls is not None:
@@ -435,7 +457,10 @@ def validate_message(obj: Any, index: int) -> Message:
                 index=index,
                 field="tool_calls",
             )
-        calls = tuple([_tool_call(c, index, j) for j, c in enumerate(raw_calls)])
+        if len(raw_calls) == 1:  # the common case, without the generator machinery
+            calls = (_tool_call(raw_calls[0], index, 0),)
+        else:
+            calls = tuple([_tool_call(c, index, j) for j, c in enumerate(raw_calls)])
     if role == "tool" and role_in in ("function",) and name is None:
         raise ValidationError("a 'function' message needs a 'name'", index=index, field="name")
     if reasoning is not None and role != "assistant":
@@ -463,41 +488,48 @@ def validate_tools(tools: Iterable[Any] | None) -> tuple[Tool, ...]:
         )
     out = []
     for i, raw in enumerate(tools):
-        where = f"tools[{i}]"
         if type(raw) is not dict:
             if isinstance(raw, Tool):
                 out.append(raw)
                 continue
             if not isinstance(raw, Mapping):
-                raise ValidationError(f"must be an object, got {type(raw).__name__}", field=where)
+                raise ValidationError(
+                    f"must be an object, got {type(raw).__name__}", field=f"tools[{i}]"
+                )
         ttype = raw.get("type", "function")
-        if ttype not in ("function", "code_interpreter"):
+        if ttype == "function":
+            out.append(_function_tool(raw, i))
+        elif ttype == "code_interpreter":
+            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=raw, index=i))
+        else:
             raise ValidationError(
                 f"unknown tool type {ttype!r} (expected 'function' or 'code_interpreter')",
-                field=f"{where}.type",
+                field=f"tools[{i}].type",
             )
-        if ttype == "code_interpreter":
-            out.append(Tool(type="code_interpreter", name="code_interpreter", raw=raw, index=i))
-            continue
-        fn = raw.get("function")
-        if type(fn) is not dict and not isinstance(fn, Mapping):
-            raise ValidationError("missing 'function' object", field=f"{where}.function")
-        name = fn.get("name")
-        if not isinstance(name, str) or not name:
-            raise ValidationError("must be a non-empty string", field=f"{where}.function.name")
-        _check_text(name, None, f"{where}.function.name")
-        desc = fn.get("description")
-        if desc is not None:
-            if not isinstance(desc, str):
-                raise ValidationError("must be a string", field=f"{where}.function.description")
-            _check_text(desc, None, f"{where}.function.description")
-        params = fn.get("parameters")
-        if params is not None and type(params) is not dict and not isinstance(params, Mapping):
-            raise ValidationError(
-                "must be a JSON-schema object", field=f"{where}.function.parameters"
-            )
-        out.append(Tool("function", name, desc, params, raw, i))
     return tuple(out)
+
+
+def _function_tool(raw: Mapping[str, Any], i: int) -> Tool:
+    fn = raw.get("function")
+    if type(fn) is not dict and not isinstance(fn, Mapping):
+        raise ValidationError("missing 'function' object", field=f"tools[{i}].function")
+    name = fn.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValidationError("must be a non-empty string", field=f"tools[{i}].function.name")
+    if not name.isascii():
+        _check_text(name, None, f"tools[{i}].function.name")
+    desc = fn.get("description")
+    if desc is not None:
+        if not isinstance(desc, str):
+            raise ValidationError("must be a string", field=f"tools[{i}].function.description")
+        if not desc.isascii():
+            _check_text(desc, None, f"tools[{i}].function.description")
+    params = fn.get("parameters")
+    if params is not None and type(params) is not dict and not isinstance(params, Mapping):
+        raise ValidationError(
+            "must be a JSON-schema object", field=f"tools[{i}].function.parameters"
+        )
+    return Tool("function", name, desc, params, raw, i)
 
 
 def _orphan_tool_result(index: int) -> None:
@@ -535,11 +567,14 @@ def validate_conversation(
     plain_roles = _PLAIN_ROLES
     for i, m in enumerate(messages):
         if type(m) is dict and len(m) == 2:  # the common case, inlined: {"role", "content": str}
-            role_in = m.get("role")
-            content = m.get("content")
-            if type(content) is str and type(role_in) is str:
-                role = plain_roles.get(role_in)
-                if role is not None:
+            try:
+                role_in = m["role"]
+                role = plain_roles[role_in]
+                content = m["content"]
+            except (KeyError, TypeError):  # another shape: the general path below says why
+                pass
+            else:
+                if type(content) is str and type(role_in) is str:
                     if role == "tool" and require_tool_calls and not any_call:
                         _orphan_tool_result(i)
                     append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]

@@ -31,7 +31,7 @@ class RenderContext:
     ) -> None:
         self.add_generation_prompt = add_generation_prompt
         self.options: Mapping[str, Any] = options if options is not None else {}
-        self._now = parse_now(now)
+        self._now = None if now is None else parse_now(now)
 
     @property
     def datetime(self) -> _dt.datetime:
@@ -116,13 +116,7 @@ class Template(ABC):
             # Same rule as transformers: both at once is contradictory; the final
             # message is continued, so the generation prompt is dropped.
             add_generation_prompt = False
-        if options:
-            self.check_options(options)
-        ctx = RenderContext(
-            add_generation_prompt=add_generation_prompt,
-            now=now,
-            options={**self.default_options, **options} if options else self.default_options,
-        )
+        ctx = self._context(add_generation_prompt, now, options)
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         conv, segs = self._render_segments(messages, tools, ctx, sequence_start)
@@ -158,18 +152,14 @@ class Template(ABC):
         a previous turn whose reply (with its stop token) the engine already holds.
         """
         if sequence_start and not continue_final_message:
-            # Same template code; the builder only collects text (see segments.TEXT_ONLY).
+            # What segments() does for this case, with builders that only collect text
+            # (see segments.TEXT_ONLY): the same template code.
+            ctx = self._context(add_generation_prompt, now, options)
+            if isinstance(messages, str):
+                messages = [{"role": "user", "content": messages}]
             token = TEXT_ONLY.set(True)
             try:
-                return join(
-                    self.segments(
-                        messages,
-                        tools=tools,
-                        add_generation_prompt=add_generation_prompt,
-                        now=now,
-                        **options,
-                    )
-                )
+                return join(self._render_segments(messages, tools, ctx, True)[1])
             finally:
                 TEXT_ONLY.reset(token)
         return join(
@@ -206,6 +196,18 @@ class Template(ABC):
         return f"<{type(self).__name__} {self.name!r}>"
 
     # ------------------------------------------------------------------ internals
+    def _context(
+        self,
+        add_generation_prompt: bool,
+        now: _dt.date | _dt.datetime | str | None,
+        options: Mapping[str, Any],
+    ) -> RenderContext:
+        """The render context of one call (options checked and merged over the defaults)."""
+        if not options:
+            return RenderContext(add_generation_prompt, now, self.default_options)
+        self.check_options(options)
+        return RenderContext(add_generation_prompt, now, {**self.default_options, **options})
+
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
     ) -> tuple[Conversation, list[Segment]]:

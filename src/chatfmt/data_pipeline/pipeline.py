@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -258,28 +258,59 @@ def encode_chunk(
 
 
 # ---------------------------------------------------------------------- the main side
-def _chunks(it: Iterable[tuple[int, Any]], size: int) -> Iterator[list[tuple[int, Any]]]:
+def _chunks(
+    it: Iterable[tuple[int, Any]], size: int, total: int | None = None, workers: int = 1
+) -> Iterator[list[tuple[int, Any]]]:
+    """Chunks of at most ``size`` rows; with several workers and a known ``total``, chunks
+    shrink towards the end (guided scheduling: a ``1 / (2 · workers)`` share of the rows left)
+    so that the workers finish together instead of one waiting for the other's last chunk."""
     iterator = iter(it)
-    while chunk := list(islice(iterator, size)):
+    remaining = total if total is not None and workers > 1 else None
+    step = size
+    while True:
+        if remaining is not None:
+            step = max(_MIN_CHUNK, min(size, -(-remaining // (2 * workers))))
+        chunk = list(islice(iterator, step))
+        if not chunk:
+            return
+        if remaining is not None:
+            remaining -= len(chunk)
         yield chunk
+
+
+#: The smallest chunk of guided scheduling (below it, per-chunk overhead dominates).
+_MIN_CHUNK = 4
 
 
 def _record_batch(res: ChunkResult) -> Any:
     import pyarrow as pa
 
-    offsets = pa.array(res.offsets.astype(np.int32))
+    offsets = _arrow(res.offsets.astype(np.int32), pa.int32())
+    truncated = np.packbits(res.truncated.astype(bool), bitorder="little")
     return pa.RecordBatch.from_arrays(
         [
-            pa.array(res.rows),
-            pa.ListArray.from_arrays(offsets, pa.array(res.ids)),
-            pa.ListArray.from_arrays(offsets, pa.array(res.labels)),
-            pa.ListArray.from_arrays(offsets, pa.array(np.ones(len(res.ids), dtype=np.int8))),
-            pa.array(np.diff(res.offsets).astype(np.int32)),
-            pa.array(res.num_trained.astype(np.int32)),
-            pa.array(res.truncated),
+            _arrow(res.rows.astype(np.int64), pa.int64()),
+            pa.ListArray.from_arrays(offsets, _arrow(res.ids, pa.int32())),
+            pa.ListArray.from_arrays(offsets, _arrow(res.labels, pa.int32())),
+            pa.ListArray.from_arrays(offsets, _arrow(np.ones(len(res.ids), np.int8), pa.int8())),
+            _arrow(np.diff(res.offsets).astype(np.int32), pa.int32()),
+            _arrow(res.num_trained.astype(np.int32), pa.int32()),
+            pa.Array.from_buffers(pa.bool_(), len(res.truncated), [None, pa.py_buffer(truncated)]),
         ],
         schema=OUTPUT_SCHEMA(),
     )
+
+
+def _arrow(values: np.ndarray, arrow_type: Any) -> Any:
+    """A null-free Arrow array over a contiguous numpy array of the same fixed-width type.
+
+    Built from the buffer directly: ``pyarrow.array`` imports pandas (when installed) on its
+    first call, ~0.2 s in every new worker process.
+    """
+    import pyarrow as pa
+
+    data = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(arrow_type, len(data), [None, pa.py_buffer(data)])
 
 
 def OUTPUT_SCHEMA() -> Any:
@@ -351,15 +382,17 @@ def tokenize_dataset(
         options=dict(options or {}),
     )
     summary = Summary(output=str(out), errors_file=str(err_path))
-    total = count_rows(src, split)
-    bar = _progress(total, progress)
-    chunks = _chunks(read_rows(src, split=split), chunk_size)
+    bar = None
     out.parent.mkdir(parents=True, exist_ok=True)
     with (
+        _chunk_encoder(config, workers) as encode_all,  # workers start while rows are counted
         ParquetConcatWriter(out, OUTPUT_SCHEMA(), **WRITE_OPTIONS) as writer,
         err_path.open("w", encoding="utf-8") as err_fh,
     ):
-        for res in _run(chunks, config, workers):
+        total = count_rows(src, split)
+        bar = _progress(total, progress)
+        chunks = _chunks(read_rows(src, split=split), chunk_size, total, workers)
+        for res in encode_all(chunks):
             if res.parquet is not None:
                 writer.append(res.parquet)
             for e in res.errors:
@@ -384,16 +417,18 @@ def tokenize_dataset(
     return summary
 
 
-def _run(
-    chunks: Iterator[list[tuple[int, Any]]], config: TokenizeConfig, workers: int
-) -> Iterator[EncodedChunk]:
+@contextlib.contextmanager
+def _chunk_encoder(
+    config: TokenizeConfig, workers: int
+) -> Iterator[Callable[[Iterator[list[tuple[int, Any]]]], Iterator[EncodedChunk]]]:
+    """A function mapping chunks to :class:`EncodedChunk` in order: in this process for one
+    worker, else on a pool of forked workers (started on entry, stopped on exit)."""
     if workers <= 1:
         threads = config.tokenizer.threads
         config.tokenizer.threads = 1
         try:
             with _system_arrow_pool():
-                for chunk in chunks:
-                    yield encode_chunk(chunk, config)
+                yield lambda chunks: (encode_chunk(chunk, config) for chunk in chunks)
         finally:
             config.tokenizer.threads = threads
         return
@@ -402,6 +437,8 @@ def _run(
     )
     ctx = mp.get_context(method)
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers are single-threaded
+    import pyarrow.parquet  # noqa: F401 - imported once here, not in every forked worker
+
     # Forked workers share the parent's objects copy-on-write; frozen objects are skipped by
     # the workers' garbage collector, which would otherwise touch (and copy) every page.
     gc.freeze()
@@ -410,7 +447,29 @@ def _run(
     finally:
         gc.unfreeze()
     with pool:
-        yield from pool.imap(encode_chunk, chunks, chunksize=1)
+        _enlarge_pipes(pool)
+        yield lambda chunks: pool.imap(encode_chunk, chunks, chunksize=1)
+
+
+#: Bytes of pipe buffer for the pool's task and result queues (Linux's default maximum).
+_PIPE_BYTES = 1 << 20
+
+
+def _enlarge_pipes(pool: Any) -> None:
+    """Give the pool's task and result pipes 1 MiB buffers (Linux; elsewhere a no-op).
+
+    A chunk is ~1 MB of JSON in and a few hundred KB of Parquet out; through the default
+    64 KiB pipes every transfer needs the parent scheduled a dozen times, so on a machine
+    whose cores are all busy with workers, the workers sat waiting for it between chunks.
+    """
+    try:
+        import fcntl
+
+        setsize = fcntl.F_SETPIPE_SZ
+        for queue in (pool._inqueue, pool._outqueue):
+            fcntl.fcntl(queue._writer.fileno(), setsize, _PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, another Pool, or not allowed
+        pass
 
 
 def _progress(total: int | None, progress: bool | None) -> Any:

@@ -44,9 +44,17 @@ def input_kind(path: Path) -> str:
     )
 
 
+#: JSONL files up to this size are counted before tokenizing (a quick extra read).
+_JSONL_COUNT_LIMIT = 256 << 20
+
+
 def count_rows(path: Path, split: str | None = None) -> int | None:
-    """Number of rows when cheap to know (Parquet, datasets), else ``None``."""
+    """Number of rows when cheap to know (Parquet, datasets, JSONL files up to 256 MiB),
+    else ``None``."""
     kind = input_kind(path)
+    if kind == "jsonl" and path.stat().st_size <= _JSONL_COUNT_LIMIT:
+        with path.open("rb") as fh:
+            return sum(1 for line in fh if line.strip())  # as read_rows skips blank lines
     if kind == "parquet":
         import pyarrow.parquet as pq
 

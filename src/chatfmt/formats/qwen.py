@@ -117,6 +117,10 @@ class _QwenToolsBase(Template):
     #: Qwen3 writes ``system + "\\n\\n"`` only when there is a system message.
     system_gap_always: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        system = self.default_system
+        self._default_system_turn = f"{IM_START}system\n{system}{IM_END}\n" if system else ""
+
     def _header(self, b: SegmentBuilder, conv: Conversation) -> None:
         first = conv.messages[0]
         if conv.tools:
@@ -132,9 +136,9 @@ class _QwenToolsBase(Template):
                 b.content(tool_json(tool, i))
             b.control(_TOOLS_OUTRO)
         elif first.role == "system":
-            chatml_turn(b, "system", require_text(self.name, first), first.index)
+            b.turn(_HEADERS["system"], require_text(self.name, first), IM_END, "\n", first.index)
         elif self.default_system is not None:
-            b.control(f"{IM_START}system\n{self.default_system}{IM_END}\n")
+            b.control(self._default_system_turn)
 
     def _tool_result(self, b: SegmentBuilder, msgs: Sequence[Message], pos: int) -> None:
         m = msgs[pos]
@@ -149,21 +153,23 @@ class _QwenToolsBase(Template):
         )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        require_messages(self.name, conv)
+        msgs = conv.messages
+        if not msgs:
+            require_messages(self.name, conv)
         b = SegmentBuilder()
         self._header(b, conv)
-        msgs = conv.messages
         last_query = self._last_query(msgs)
         turn = b.turn
+        assistant = self._assistant
         for pos, m in enumerate(msgs):
             role = m.role
-            if role == "user" or (role == "system" and pos > 0):
+            if role == "assistant":
+                assistant(b, msgs, pos, last_query)
+            elif role == "user" or (role == "system" and pos > 0):
                 text = m.content
                 if text is None:
                     text = require_text(self.name, m)
                 turn(_HEADERS[role], text, IM_END, "\n", m.index)
-            elif role == "assistant":
-                self._assistant(b, msgs, pos, last_query)
             elif role == "tool":
                 self._tool_result(b, msgs, pos)
         if ctx.add_generation_prompt:
@@ -180,7 +186,7 @@ class _QwenToolsBase(Template):
         raise NotImplementedError
 
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
-        b.control(f"{IM_START}assistant\n")
+        b.control(_ASSISTANT)
 
     def _call_turn(self, b: SegmentBuilder, m: Message, content: str) -> None:
         """Qwen2.5/QwQ: ``<|im_start|>assistant[\\n content]`` then ``\\n<tool_call>…`` per call.
@@ -243,10 +249,13 @@ class Qwen25Template(_QwenToolsBase):
         self, b: SegmentBuilder, msgs: Sequence[Message], pos: int, last_query: int
     ) -> None:
         m = msgs[pos]
-        if not m.tool_calls:
-            chatml_turn(b, "assistant", require_text(self.name, m), m.index, trained=True)
-        else:
+        if m.tool_calls:
             self._call_turn(b, m, m.content or "")
+        else:
+            text = m.content
+            if text is None:
+                text = require_text(self.name, m)
+            b.turn(_ASSISTANT, text, IM_END, "\n", m.index, True)
 
 
 class Qwen3Template(_QwenToolsBase):
@@ -330,8 +339,8 @@ class Qwen3Template(_QwenToolsBase):
         b.control("\n", m.index)
 
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
-        b.control(f"{IM_START}assistant\n")
-        if ctx.option("enable_thinking") is False:
+        b.control(_ASSISTANT)
+        if ctx.options.get("enable_thinking") is False:
             b.control("<think>\n\n</think>\n\n")
 
 
