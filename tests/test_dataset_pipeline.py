@@ -176,6 +176,39 @@ def test_worker_pool_pipes_are_enlarged() -> None:
     _enlarge_pipes(object())  # anything else: a no-op, not an error
 
 
+def _pinned_probe(config: Any, cpus: list[int], slots: Any, queue: Any) -> None:
+    from chatfmt.data_pipeline.pipeline import _init_worker
+
+    _init_worker(config, cpus, slots)
+    queue.put(sorted(os.sched_getaffinity(0)))
+
+
+def test_workers_are_pinned_one_cpu_each(qwen: Path) -> None:
+    import multiprocessing as mp
+
+    from chatfmt.data_pipeline.pipeline import TokenizeConfig, _worker_cpus
+
+    if not hasattr(os, "sched_setaffinity"):
+        assert _worker_cpus(2) is None
+        pytest.skip("no CPU affinity on this OS")
+    allowed = sorted(os.sched_getaffinity(0))
+    assert _worker_cpus(len(allowed) + 1) is None  # more workers than CPUs: no pinning
+    cpus = _worker_cpus(min(2, len(allowed)))
+    assert cpus == allowed
+    ctx = mp.get_context("fork")
+    slots, queue = ctx.Value("i", 0), ctx.Queue()
+    config = TokenizeConfig(template=chatfmt.get_template("chatml"), tokenizer=load_tokenizer(qwen))
+    seen = []
+    for _ in range(2):
+        proc = ctx.Process(target=_pinned_probe, args=(config, cpus, slots, queue))
+        proc.start()
+        seen.append(queue.get(timeout=60))
+        proc.join(timeout=60)
+    assert slots.value == 2
+    assert seen == [[allowed[0]], [allowed[1 % len(allowed)]]]
+    assert sorted(os.sched_getaffinity(0)) == allowed  # the parent is never pinned
+
+
 def test_chunk_encoding_does_not_import_pandas(qwen: Path) -> None:
     """pyarrow.array() imports pandas on first use (~0.2 s per worker); the pipeline avoids it."""
     import subprocess
@@ -298,6 +331,15 @@ def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert summary["samples_in"] == 40 and summary["errors"] == 3
+    unpinned = [
+        "tokenize", str(src), "-t", "chatml", "--tokenizer", str(qwen), "-o",
+        str(tmp_path / "u.parquet"), "-j", "2", "--no-pin", "--json",
+    ]  # fmt: skip
+    res = runner.invoke(app, unpinned)
+    assert res.exit_code == 0, res.output
+    tokenize_dataset(src, tmp_path / "one.parquet", template="chatml", tokenizer=qwen)
+    assert _read(tmp_path / "u.parquet") == _read(tmp_path / "one.parquet")
+    assert json.loads(res.output)["samples_out"] == 37
     res = runner.invoke(
         app,
         [

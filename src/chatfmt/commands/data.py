@@ -83,6 +83,12 @@ def tokenize_cmd(
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="Hide the progress bar.")
     ] = False,
+    no_pin: Annotated[
+        bool,
+        typer.Option(
+            "--no-pin", help="Let the OS move workers between CPUs (default: one CPU each)."
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
@@ -121,6 +127,7 @@ def tokenize_cmd(
                 workers=workers,
                 split=split,
                 progress=None if not no_progress else False,
+                pin_workers=not no_pin,
                 **common,
             )
         else:
