@@ -573,8 +573,8 @@ def validate_conversation(
                 content = m["content"]
             except (KeyError, TypeError):  # another shape: the general path below says why
                 pass
-            else:
-                if type(content) is str and type(role_in) is str:
+            else:  # role_in is a str (an equal key of plain_roles): only content is checked
+                if type(content) is str:
                     if role == "tool" and require_tool_calls and not any_call:
                         _orphan_tool_result(i)
                     append(Message(role, content, None, (), None, None, role_in, i))  # type: ignore[arg-type]
@@ -593,5 +593,4 @@ def validate_conversation(
                     field="tool_call_id",
                 )
         append(msg)
-    msgs = tuple(out)
-    return Conversation(msgs, validate_tools(tools))
+    return Conversation(tuple(out), () if tools is None else validate_tools(tools))

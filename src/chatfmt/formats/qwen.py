@@ -90,6 +90,10 @@ _HEADERS = {role: f"{IM_START}{role}\n" for role in ("system", "user", "assistan
 _ASSISTANT = _HEADERS["assistant"]
 _END_LINE = IM_END + "\n"
 _USER_OPEN = IM_START + "user"
+_ASSISTANT_OPEN = IM_START + "assistant"
+#: A tool result's opening and closing text, by (first of a run, last of a run).
+_RESPONSE_OPEN = {True: _USER_OPEN + "\n<tool_response>\n", False: "\n<tool_response>\n"}
+_RESPONSE_CLOSE = {True: "\n</tool_response>" + _END_LINE, False: "\n</tool_response>"}
 
 
 def chatml_turn(b: SegmentBuilder, role: str, text: str, index: int, trained: bool = False) -> None:
@@ -145,11 +149,7 @@ class _QwenToolsBase(Template):
         first = pos == 0 or msgs[pos - 1].role != "tool"
         last = pos == len(msgs) - 1 or msgs[pos + 1].role != "tool"
         b.turn(
-            (_USER_OPEN if first else "") + "\n<tool_response>\n",
-            require_text(self.name, m),
-            "\n</tool_response>" + (_END_LINE if last else ""),
-            "",
-            m.index,
+            _RESPONSE_OPEN[first], require_text(self.name, m), _RESPONSE_CLOSE[last], "", m.index
         )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -194,7 +194,7 @@ class _QwenToolsBase(Template):
         ``content`` is written only when the message content is non-empty; arguments are
         always ``tojson`` of the parsed object.
         """
-        b.control(f"{IM_START}assistant", m.index)
+        b.control(_ASSISTANT_OPEN, m.index)
         first = True  # the first newline is the header's (the generation prompt has it)
         if m.content:
             b.control("\n", m.index)
