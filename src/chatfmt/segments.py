@@ -51,6 +51,9 @@ class Segment:
         }
 
 
+_CONTROL = Kind.CONTROL
+
+
 def join(segments: Iterable[Segment]) -> str:
     """The prompt string of a segment list."""
     if type(segments) is list and len(segments) == 1:
@@ -145,6 +148,9 @@ class _TextSink(SegmentBuilder):
 
     __slots__ = ()
 
+    def __init__(self) -> None:
+        self._texts: list[str] = []
+
     def add(self, text: str, kind: Kind, message: int | None = None, trained: bool = False) -> None:
         self._texts.append(text)
 
@@ -168,7 +174,10 @@ class _TextSink(SegmentBuilder):
     @property
     def segments(self) -> list[Segment]:
         text = "".join(self._texts)
-        return [Segment(text, Kind.CONTROL)] if text else []
+        return [Segment(text, _CONTROL)] if text else []
+
+    def text(self) -> str:
+        return "".join(self._texts)
 
 
 def truncate_after_content(segments: Sequence[Segment], message: int) -> list[Segment]:
