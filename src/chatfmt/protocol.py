@@ -301,7 +301,7 @@ def _tool_call(raw: Any, index: int, j: int) -> ToolCall:
         raw = _as_mapping(raw, index)
     call_id = raw.get("id")
     if call_id is not None:
-        if type(call_id) is not str and not isinstance(call_id, str):
+        if not isinstance(call_id, str):
             raise ValidationError("must be a string", index=index, field=_call_field(j, ".id"))
         if not call_id.isascii():
             _check_text(call_id, index, _call_field(j, ".id"))
