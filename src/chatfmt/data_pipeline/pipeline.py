@@ -304,32 +304,34 @@ _MIN_CHUNK = 4
 def _record_batch(res: ChunkResult) -> Any:
     import pyarrow as pa
 
-    offsets = _arrow(res.offsets.astype(np.int32), pa.int32())
+    offsets = _arrow(res.offsets, np.int32)
     truncated = np.packbits(res.truncated.astype(bool), bitorder="little")
     return pa.RecordBatch.from_arrays(
         [
-            _arrow(res.rows.astype(np.int64), pa.int64()),
-            pa.ListArray.from_arrays(offsets, _arrow(res.ids, pa.int32())),
-            pa.ListArray.from_arrays(offsets, _arrow(res.labels, pa.int32())),
-            pa.ListArray.from_arrays(offsets, _arrow(np.ones(len(res.ids), np.int8), pa.int8())),
-            _arrow(np.diff(res.offsets).astype(np.int32), pa.int32()),
-            _arrow(res.num_trained.astype(np.int32), pa.int32()),
+            _arrow(res.rows, np.int64),
+            pa.ListArray.from_arrays(offsets, _arrow(res.ids, np.int32)),
+            pa.ListArray.from_arrays(offsets, _arrow(res.labels, np.int32)),
+            pa.ListArray.from_arrays(offsets, _arrow(np.ones(len(res.ids)), np.int8)),
+            _arrow(np.diff(res.offsets), np.int32),
+            _arrow(res.num_trained, np.int32),
             pa.Array.from_buffers(pa.bool_(), len(res.truncated), [None, pa.py_buffer(truncated)]),
         ],
         schema=OUTPUT_SCHEMA(),
     )
 
 
-def _arrow(values: np.ndarray, arrow_type: Any) -> Any:
-    """A null-free Arrow array over a contiguous numpy array of the same fixed-width type.
+def _arrow(values: np.ndarray, dtype: Any) -> Any:
+    """A null-free Arrow array of ``values`` as the fixed-width numpy ``dtype``.
 
     Built from the buffer directly: ``pyarrow.array`` imports pandas (when installed) on its
     first call, ~0.2 s in every new worker process.
     """
     import pyarrow as pa
 
-    data = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(arrow_type, len(data), [None, pa.py_buffer(data)])
+    data = np.ascontiguousarray(values, dtype=dtype)
+    return pa.Array.from_buffers(
+        pa.from_numpy_dtype(data.dtype), len(data), [None, pa.py_buffer(data)]
+    )
 
 
 def OUTPUT_SCHEMA() -> Any:
@@ -406,10 +408,9 @@ def tokenize_dataset(
     summary = Summary(output=str(out), errors_file=str(err_path))
     bar = None
     out.parent.mkdir(parents=True, exist_ok=True)
+    # The workers start first, so they are ready while the rows are counted.
     with (
-        _chunk_encoder(
-            config, workers, pin_workers
-        ) as encode_all,  # workers start while rows are counted
+        _chunk_encoder(config, workers, pin_workers) as encode_all,
         ParquetConcatWriter(out, OUTPUT_SCHEMA(), **WRITE_OPTIONS) as writer,
         err_path.open("w", encoding="utf-8") as err_fh,
     ):
@@ -464,10 +465,10 @@ def _chunk_encoder(
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # workers are single-threaded
     import pyarrow.parquet  # noqa: F401 - imported once here, not in every forked worker
 
-    # Forked workers share the parent's objects copy-on-write; frozen objects are skipped by
-    # the workers' garbage collector, which would otherwise touch (and copy) every page.
     cpus = _worker_cpus(workers) if pin else None
     slots = ctx.Value("i", 0) if cpus else None
+    # Forked workers share the parent's objects copy-on-write; frozen objects are skipped by
+    # the workers' garbage collector, which would otherwise touch (and copy) every page.
     gc.freeze()
     try:
         pool = ctx.Pool(workers, initializer=_init_worker, initargs=(config, cpus, slots))

@@ -122,8 +122,12 @@ class _QwenToolsBase(Template):
     system_gap_always: ClassVar[bool] = True
 
     def __init__(self) -> None:
+        super().__init__()
         system = self.default_system
-        self._default_system_turn = f"{IM_START}system\n{system}{IM_END}\n" if system else ""
+        #: The whole default system turn (written when there is no system message and no tools).
+        self._default_system_turn = (
+            f"{IM_START}system\n{system}{IM_END}\n" if system is not None else ""
+        )
 
     def _header(self, b: SegmentBuilder, conv: Conversation) -> None:
         first = conv.messages[0]
