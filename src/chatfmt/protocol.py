@@ -226,6 +226,13 @@ class Conversation:
     def has_code_interpreter(self) -> bool:
         return any(t.type == "code_interpreter" for t in self.tools)
 
+    def split_system(self) -> tuple[Message | None, list[Message]]:
+        """The leading system message (``None`` when there is none) and the other messages."""
+        msgs = list(self.messages)
+        if msgs and msgs[0].role == "system":
+            return msgs[0], msgs[1:]
+        return None, msgs
+
     def __len__(self) -> int:
         return len(self.messages)
 

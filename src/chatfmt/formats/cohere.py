@@ -207,9 +207,8 @@ def _default_turns(
     (``empty_system`` when there is none), then strictly alternating, stripped turns."""
     b = SegmentBuilder()
     b.control(bos)
-    msgs = list(conv.messages)
-    if msgs and msgs[0].role == "system":
-        sys_msg = msgs.pop(0)
+    sys_msg, msgs = conv.split_system()
+    if sys_msg is not None:
         if sys_msg.content is None:
             raise ValidationError(
                 "system content must be a string", index=sys_msg.index, field="content"
@@ -306,10 +305,9 @@ class CommandR(Template):
     def _render_tool_use(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         b = SegmentBuilder()
         b.control(self.bos)
-        msgs = list(conv.messages)
+        sys_msg, msgs = conv.split_system()
         b.control(_PREAMBLE)
-        if msgs and msgs[0].role == "system":
-            sys_msg = msgs.pop(0)
+        if sys_msg is not None:
             if sys_msg.content is None:
                 raise ValidationError(
                     "system content must be a string", index=sys_msg.index, field="content"

@@ -150,10 +150,9 @@ class Granite3(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         b = SegmentBuilder()
-        msgs = list(conv.messages)
+        sys_msg, msgs = conv.split_system()
         b.control(_SOR + "system" + _EOR)
-        if msgs and msgs[0].role == "system":
-            sys_msg = msgs.pop(0)
+        if sys_msg is not None:
             if sys_msg.content is None:
                 raise ValidationError(
                     "system content must be a string", index=sys_msg.index, field="content"

@@ -64,11 +64,8 @@ class Llama2Template(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        msgs = list(conv.messages)
+        system, msgs = conv.split_system()
         b = SegmentBuilder()
-        system: Message | None = None
-        if msgs and msgs[0].role == "system":
-            system = msgs.pop(0)
         for k, m in enumerate(msgs):
             if (m.role == "user") != (k % 2 == 0):
                 raise RoleOrderError(ALTERNATE, index=m.index, field="role")
@@ -113,11 +110,8 @@ class Llama2SeedTemplate(Template):
     generation_config = GenerationConfig(session_len=4096, stop_words=("</s>",))
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        msgs = list(conv.messages)
+        system, msgs = conv.split_system()
         b = SegmentBuilder()
-        system: Message | None = None
-        if msgs and msgs[0].role == "system":
-            system = msgs.pop(0)
         for k, m in enumerate(msgs):
             if m.role not in ("user", "assistant"):
                 raise UnsupportedFeatureError(
@@ -329,15 +323,12 @@ class Llama31Template(Template):
 
     # ------------------------------------------------------------------ render
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        msgs = list(conv.messages)
+        system, msgs = conv.split_system()
         tools = conv.function_tools
         builtin = self._builtin(conv, ctx)
         in_user = bool(ctx.option("tools_in_user_message"))
         b = SegmentBuilder()
         b.control("<|begin_of_text|>")
-        system: Message | None = None
-        if msgs and msgs[0].role == "system":
-            system = msgs.pop(0)
         sidx = system.index if system else None
         b.control(_HEADER.format("system"), sidx)
         if builtin is not None or tools:

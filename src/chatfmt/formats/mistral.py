@@ -245,13 +245,6 @@ def _function_tools(name: str, conv: Conversation) -> tuple[Tool, ...]:
     return conv.function_tools
 
 
-def _split_system(conv: Conversation) -> tuple[Message | None, list[Message]]:
-    msgs = list(conv.messages)
-    if msgs and msgs[0].role == "system":
-        return msgs[0], msgs[1:]
-    return None, msgs
-
-
 class MistralV1Template(Template):
     """Mistral v1 (7B-Instruct v0.1/v0.2, Mixtral 8x7B): ``<s> [INST] {system}\\n\\n{user} [/INST] {answer}</s>``."""
 
@@ -274,7 +267,7 @@ class MistralV1Template(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        system, msgs = _split_system(conv)
+        system, msgs = conv.split_system()
         b = SegmentBuilder()
         b.control(BOS)
         for k, m in enumerate(msgs):
@@ -385,7 +378,7 @@ class MistralV3Template(Template):
         b.control(EOS, m.index, True)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        system, msgs = _split_system(conv)
+        system, msgs = conv.split_system()
         tools = _function_tools(self.name, conv)
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
@@ -476,7 +469,7 @@ class MistralV7Template(Template):
         b.control(EOS, i, True)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        system, msgs = _split_system(conv)
+        system, msgs = conv.split_system()
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
         b = SegmentBuilder()
@@ -540,7 +533,7 @@ class DevstralTemplate(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        system, msgs = _split_system(conv)
+        system, msgs = conv.split_system()
         b = SegmentBuilder()
         b.control(BOS)
         b.control("[SYSTEM_PROMPT]", system.index if system else None)

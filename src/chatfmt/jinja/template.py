@@ -16,8 +16,8 @@ import jinja2
 from ..config import GenerationConfig
 from ..errors import TemplateError, TemplateRenderError, ValidationError
 from ..protocol import Conversation
-from ..segments import Segment, join
-from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template, parse_now
+from ..segments import Segment
+from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template
 from . import environment as env
 from .inputs import (
     DIALECTS,
@@ -72,9 +72,10 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(source.encode("utf-8")).hexdigest()
 
 
-def _as_datetime(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime:
-    when = parse_now(now)
-    return _dt.datetime.now() if when is None else when
+def _template_options(ctx: RenderContext) -> tuple[dict[str, Any], bool]:
+    """The variables passed to the Jinja template, and chatfmt's own system-merge option."""
+    opts = dict(ctx.options)
+    return opts, bool(opts.pop(MERGE_SYSTEM, False))
 
 
 def _token_text(value: Any) -> Any:
@@ -191,26 +192,22 @@ class JinjaTemplate(Template):
     ) -> str:
         """Exactly the template's output (one render; no tracing unless a partial render is asked for)."""
         if continue_final_message or not sequence_start:
-            return join(
-                self.segments(
-                    messages,
-                    tools=tools,
-                    add_generation_prompt=add_generation_prompt,
-                    continue_final_message=continue_final_message,
-                    sequence_start=sequence_start,
-                    now=now,
-                    **options,
-                )
+            return super().render(
+                messages,
+                tools=tools,
+                add_generation_prompt=add_generation_prompt,
+                continue_final_message=continue_final_message,
+                sequence_start=sequence_start,
+                now=now,
+                **options,
             )
-        self.check_options(options)
-        opts = {**self.default_options, **options}
-        merge = bool(opts.pop(MERGE_SYSTEM))
+        ctx = self._context(add_generation_prompt, now, options)
+        opts, merge = _template_options(ctx)
         prep = prepare(messages, tools)
-        return self._render_plain(prep, opts, add_generation_prompt, _as_datetime(now), merge)[0]
+        return self._render_plain(prep, opts, add_generation_prompt, ctx.datetime, merge)[0]
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        opts = dict(ctx.options)
-        merge = bool(opts.pop(MERGE_SYSTEM, False))
+        opts, merge = _template_options(ctx)
         return self._trace(
             prepare(conv, None), opts, ctx.add_generation_prompt, ctx.datetime, merge
         )
@@ -219,8 +216,7 @@ class JinjaTemplate(Template):
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
     ) -> tuple[Conversation, list[Segment]]:
         """Segments traced through a sentinel render (keeps custom roles and the raw shape)."""
-        opts = dict(ctx.options)
-        merge = bool(opts.pop(MERGE_SYSTEM, False))
+        opts, merge = _template_options(ctx)
         prep = prepare(messages, tools, require_tool_calls=sequence_start)
         if sequence_start:
             segs = self._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
