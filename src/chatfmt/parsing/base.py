@@ -185,6 +185,10 @@ def merge_deltas(deltas: Iterable[Delta]) -> dict[str, Any]:
     return message
 
 
+#: JSON's whitespace, which every parser skips between tokens.
+WS = " \t\r\n"
+
+
 class FormatParser:
     """Base of the family state machines.
 
@@ -217,6 +221,14 @@ class FormatParser:
     def low_water(self) -> int:
         """The lowest stream offset this parser may still ask :meth:`real` about."""
         return self.offset
+
+    def skip_ws(self) -> bool:
+        """Consume whitespace; False if the buffer ran out."""
+        buf, pos, n = self.buf, self.pos, len(self.buf)
+        while pos < n and buf[pos] in WS:
+            pos += 1
+        self.pos = pos
+        return pos < n
 
     def step(self) -> bool:
         """Advance the state machine (see class doc)."""

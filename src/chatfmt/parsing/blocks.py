@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
-from .base import Emitter, FormatParser
+from .base import WS, Emitter, FormatParser
 from .json_stream import CallObject, JsonScanner
 from .markers import MarkerSet
 from .special import SpecialTokens
-
-_WS = " \t\r\n"
 
 
 class JsonCall:
@@ -156,14 +154,6 @@ class BlockParser(FormatParser):
         self.block_calls = 0
         self.in_list = False
         self.state = "gap" if kind == "block" else kind
-
-    def skip_ws(self) -> bool:
-        """Consume whitespace; False if the buffer ran out."""
-        buf, pos, n = self.buf, self.pos, len(self.buf)
-        while pos < n and buf[pos] in _WS:
-            pos += 1
-        self.pos = pos
-        return pos < n
 
     def at_marker(self, marker: str) -> bool | None:
         """At ``pos``: True if ``marker`` is there (consumed), None if undecided yet, else False."""
@@ -338,7 +328,7 @@ class RawArgs:
     def feed(self, text: str, pos: int) -> int:
         if not self.scanner.started:
             n = len(text)
-            while pos < n and text[pos] in _WS:
+            while pos < n and text[pos] in WS:
                 pos += 1
         stop = self.scanner.feed(text, pos)
         self.out.args(self.index, text[pos:stop])
@@ -376,7 +366,7 @@ class CodeBody:
     def feed(self, text: str, last: bool) -> None:
         """Code text; ``last`` when the call's end was reached."""
         if self._head is not None:
-            head = (self._head + text).lstrip(_WS)
+            head = (self._head + text).lstrip(WS)
             if head.startswith("```"):
                 nl = head.find("\n")
                 if nl < 0 and not last:
@@ -395,9 +385,9 @@ class CodeBody:
             self._head = None
         text = self._tail + text
         if last:
-            body = text.rstrip(_WS)
+            body = text.rstrip(WS)
             if self._fenced and body.endswith("```"):
-                body = body[:-3].rstrip(_WS)
+                body = body[:-3].rstrip(WS)
             self.out.code(self.index, body)
             self._tail = ""
             return

@@ -17,7 +17,8 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-_WS = " \t\r\n"
+from .base import WS
+
 _STRING_RUN = re.compile(r'[^"\\\x00-\x1f]*')
 _LITERAL_RUN = re.compile(r"[0-9A-Za-z+\-.]*")
 _LITERAL_OK = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null")
@@ -145,7 +146,7 @@ class JsonScanner:
                         return pos
                     if self._state == _DONE:
                         return pos
-            elif c in _WS:
+            elif c in WS:
                 pos += 1
             elif state in (_VALUE, _VALUE_OR_CLOSE):
                 pos += 1
@@ -342,7 +343,7 @@ class CallObject:
                 self._state = _C_KEY
                 pos += 1
                 continue
-            if c in _WS:
+            if c in WS:
                 pos += 1
                 continue
             pos += 1

@@ -14,9 +14,8 @@ import json
 import warnings
 from typing import Any
 
-from .base import Emitter
+from .base import WS, Emitter
 
-_WS = " \t\r\n"
 _OPEN, _CLOSE = "([{", ")]}"
 
 
@@ -93,7 +92,7 @@ class KwargsCall:
         while pos < n and not self.finished:
             c = text[pos]
             if self._state == "key":
-                if c in _WS or c == ",":
+                if c in WS or c == ",":
                     pos += 1
                 elif c == self.close and not self._key:
                     pos += 1

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .base import REASONING_PARSERS, Emitter, FormatParser
+from .base import REASONING_PARSERS, WS, Emitter, FormatParser
 from .markers import MarkerSet
 from .special import SpecialTokens
 
 _OPEN, _CLOSE = "<think>", "</think>"
-_WS = " \t\r\n"
 
 
 class ThinkParser(FormatParser):
@@ -40,7 +39,7 @@ class ThinkParser(FormatParser):
     def step(self) -> bool:
         buf = self.buf
         if self.state == "start":
-            rest = buf[self.pos :].lstrip(_WS)
+            rest = buf[self.pos :].lstrip(WS)
             if not rest and not self.final:
                 return False
             if rest.startswith(_OPEN):
@@ -60,16 +59,16 @@ class ThinkParser(FormatParser):
             text = buf[self.pos : end]
             self.pos = resume
             if self._lead:
-                text = text.lstrip(_WS)
+                text = text.lstrip(WS)
                 self._lead = not text
             if marker is not None or self.final:
-                self.out.reasoning((self._ws + text).rstrip(_WS))
+                self.out.reasoning((self._ws + text).rstrip(WS))
                 self._ws = ""
                 if marker is None:
                     return False
                 self.state = "after"
                 return True
-            body = text.rstrip(_WS)
+            body = text.rstrip(WS)
             if body:
                 self.out.reasoning(self._ws + body)
                 self._ws = text[len(body) :]
@@ -89,19 +88,12 @@ class ThinkParser(FormatParser):
         self.pos = len(buf)
         return False
 
-    def skip_ws(self) -> bool:
-        buf, pos, n = self.buf, self.pos, len(self.buf)
-        while pos < n and buf[pos] in _WS:
-            pos += 1
-        self.pos = pos
-        return pos < n
-
     def low_water(self) -> int:
         return min(self.offset, self.inner.low_water()) if self._inner_fed else self.offset
 
     def close(self) -> None:
         if self.state == "reasoning":
-            self.out.reasoning(self._ws.rstrip(_WS))
+            self.out.reasoning(self._ws.rstrip(WS))
         self.inner.finish()
 
 
