@@ -113,7 +113,8 @@ class SegmentBuilder:
         trained: bool = False,
     ) -> None:
         """A whole turn: control ``prefix``, content ``text``, control ``suffix`` (trained with
-        the text: the end-of-turn marker the model writes), untrained control ``separator``."""
+        the text: the end-of-turn marker the model writes), untrained control ``separator``.
+        Also any content between two pieces of template text (``separator=""``)."""
         self.add(prefix, Kind.CONTROL, message)
         self.add(text, Kind.CONTENT, message, trained)
         self.add(suffix, Kind.CONTROL, message, trained)

@@ -213,9 +213,7 @@ def _default_turns(
             raise ValidationError(
                 "system content must be a string", index=sys_msg.index, field="content"
             )
-        b.control(_SYSTEM, sys_msg.index)
-        b.content(sys_msg.text, sys_msg.index)
-        b.control(_EOT, sys_msg.index)
+        b.turn(_SYSTEM, sys_msg.text, _EOT, "", sys_msg.index)
     else:
         b.control(empty_system)
     for pos, m in enumerate(msgs):
@@ -236,9 +234,7 @@ def _default_turns(
         if m.content is None:
             raise ValidationError("content must be a string", index=m.index, field="content")
         if m.role == "user":
-            b.control(_USER, m.index)
-            b.content(m.text.strip(), m.index)
-            b.control(_EOT, m.index)
+            b.turn(_USER, m.text.strip(), _EOT, "", m.index)
         else:
             b.control(chatbot, m.index)
             b.content(m.text.strip(), m.index, True)
@@ -322,13 +318,9 @@ class CommandR(Template):
         b.control(_EOT)
         for m in msgs:
             if m.role == "user":
-                b.control(_USER, m.index)
-                b.content(_trim(m), m.index)
-                b.control(_EOT, m.index)
+                b.turn(_USER, _trim(m), _EOT, "", m.index)
             elif m.role == "system":
-                b.control(_SYSTEM, m.index)
-                b.content(_trim(m), m.index)
-                b.control(_EOT, m.index)
+                b.turn(_SYSTEM, _trim(m), _EOT, "", m.index)
             elif m.role == "assistant" and m.tool_calls:
                 b.control(_CHATBOT, m.index)
                 b.content(_trim(m), m.index, True)
@@ -338,9 +330,7 @@ class CommandR(Template):
                 b.content(_trim(m), m.index, True)
                 b.control(_EOT, m.index, True)
             else:
-                b.control(_SYSTEM + "<results>\n", m.index)
-                b.content(_trim(m), m.index)
-                b.control("</results>" + _EOT, m.index)
+                b.turn(_SYSTEM + "<results>\n", _trim(m), "</results>" + _EOT, "", m.index)
         b.control(_ACTION_INSTRUCTION)
         if ctx.add_generation_prompt:
             b.control(_CHATBOT)
@@ -642,13 +632,9 @@ class CommandR7B(Template):
             if m.role == "system":
                 if pos == 0 and developer:
                     continue
-                b.control(_SYSTEM, i)
-                b.content(m.text, i)
-                b.control(_EOT, i)
+                b.turn(_SYSTEM, m.text, _EOT, "", i)
             elif m.role == "user":
-                b.control(_USER, i)
-                b.content(m.text, i)
-                b.control(_EOT, i)
+                b.turn(_USER, m.text, _EOT, "", i)
                 if docs and not docs_sent:
                     docs_sent = True
                     calls += 1

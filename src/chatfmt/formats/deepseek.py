@@ -130,9 +130,7 @@ class DeepSeekCoderTemplate(Template):
             if m.role == "system":
                 b.content(m.text, m.index)
             elif m.role == "user":
-                b.control("### Instruction:\n", m.index)
-                b.content(m.text, m.index)
-                b.control("\n", m.index)
+                b.turn("### Instruction:\n", m.text, "\n", "", m.index)
             else:
                 b.control("### Response:\n", m.index)
                 b.content(m.text, m.index, True)
@@ -176,9 +174,7 @@ class DeepSeekV2Template(Template):
         for m in conv.messages:
             _no_tool_format(self.name, m)
             if m.role == "user":
-                b.control("User: ", m.index)
-                b.content(m.text, m.index)
-                b.control("\n\n", m.index)
+                b.turn("User: ", m.text, "\n\n", "", m.index)
             elif m.role == "assistant":
                 b.control("Assistant: ", m.index)
                 b.content(m.text, m.index, True)
@@ -473,9 +469,7 @@ class DeepSeekV31Template(Template):
                 b.control(EOS, i, True)
             elif m.role == "tool":
                 is_last_user, is_tool = False, True
-                b.control(OUTPUT_BEGIN, i)
-                b.content(m.text, i)
-                b.control(OUTPUT_END, i)
+                b.turn(OUTPUT_BEGIN, m.text, OUTPUT_END, "", i)
         if ctx.add_generation_prompt and is_last_user and not is_tool:
             b.control(ASSISTANT + ("<think>" if self._thinking(ctx) else "<think></think>"))
         return b.segments

@@ -454,9 +454,7 @@ class GLM45Template(Template):
                     continue
                 if prev_role != "tool":
                     w.role("observation", i)
-                b.control("\n<tool_response>\n", i)
-                b.content(m.content, i)
-                b.control("\n</tool_response>", i)
+                b.turn("\n<tool_response>\n", m.content, "\n</tool_response>", "", i)
             else:
                 self._assistant(w, m, i > last_user)
             prev_role = m.role
@@ -575,9 +573,7 @@ class GLM47Template(Template):
                 else:
                     if prev_role != "tool":
                         w.role("observation", i)
-                    b.control("<tool_response>", i)
-                    b.content(m.content, i)
-                    b.control("</tool_response>", i)
+                    b.turn("<tool_response>", m.content, "</tool_response>", "", i)
             else:
                 self._assistant(w, m, keep_all or i > last_user)
             prev_role = m.role

@@ -308,9 +308,7 @@ class Granite4(Template):
         msgs = conv.messages
         for pos, m in enumerate(msgs):
             if m.role == "user" or (m.role == "system" and pos > 0):
-                b.control(_SOR + m.role + _EOR, m.index)
-                b.content(m.text, m.index)
-                b.control(_EOT + "\n", m.index)
+                b.turn(_SOR + m.role + _EOR, m.text, _EOT + "\n", "", m.index)
             elif m.role == "assistant":
                 b.control(_SOR + "assistant" + _EOR, m.index)
                 b.content(m.text, m.index, True)
@@ -327,9 +325,7 @@ class Granite4(Template):
             elif m.role == "tool":
                 if pos == 0 or msgs[pos - 1].role != "tool":
                     b.control(_SOR + "user" + _EOR, m.index)
-                b.control("\n<tool_response>\n", m.index)
-                b.content(m.text, m.index)
-                b.control("\n</tool_response>", m.index)
+                b.turn("\n<tool_response>\n", m.text, "\n</tool_response>", "", m.index)
                 if pos == len(msgs) - 1 or msgs[pos + 1].role != "tool":
                     b.control(_EOT + "\n", m.index)
         if ctx.add_generation_prompt:

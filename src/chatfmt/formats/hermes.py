@@ -191,9 +191,13 @@ class HermesTemplate(Template):
         last = pos == len(msgs) - 1
         if pos > 0 and msgs[pos - 1].role != "tool":
             b.control(f"{IM_START}tool\n", m.index)
-        b.control("<tool_response>\n", m.index)
-        b.content(require_text(self.name, m), m.index)
-        b.control("\n</tool_response>" + ("" if last else "\n"), m.index)
+        b.turn(
+            "<tool_response>\n",
+            require_text(self.name, m),
+            "\n</tool_response>" + ("" if last else "\n"),
+            "",
+            m.index,
+        )
         if last or msgs[pos + 1].role != "tool":
             b.control(IM_END, m.index)
 

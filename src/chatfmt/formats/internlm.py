@@ -235,17 +235,29 @@ class InternLM2Template(Template):
         i = m.index
         if m.role == "system":
             sub = _SUB_NAMES.get(m.name or "")
-            b.control(f"{_IM_START}system" + (f" name={sub}" if sub else "") + "\n", i)
-            b.content(m.text, i)
-            b.control(f"{_IM_END}\n", i)
+            b.turn(
+                f"{_IM_START}system" + (f" name={sub}" if sub else "") + "\n",
+                m.text,
+                f"{_IM_END}\n",
+                "",
+                i,
+            )
         elif m.role == "user":
-            b.control(f"{_IM_START}user" + (" name=file" if m.name == "file" else "") + "\n", i)
-            b.content(m.text, i)
-            b.control(f"{_IM_END}\n", i)
+            b.turn(
+                f"{_IM_START}user" + (" name=file" if m.name == "file" else "") + "\n",
+                m.text,
+                f"{_IM_END}\n",
+                "",
+                i,
+            )
         elif m.role == "tool":
-            b.control(f"{_IM_START}environment name={_SUB_NAMES[kinds.get(i, 'plugin')]}\n", i)
-            b.content(m.text, i)
-            b.control(f"{_IM_END}\n", i)
+            b.turn(
+                f"{_IM_START}environment name={_SUB_NAMES[kinds.get(i, 'plugin')]}\n",
+                m.text,
+                f"{_IM_END}\n",
+                "",
+                i,
+            )
         else:
             b.control(f"{_IM_START}assistant\n", i)
             b.content(m.text, i, trained=True)
@@ -356,13 +368,9 @@ class InternLMChatTemplate(Template):
                     field="tool_calls" if m.tool_calls else "role",
                 )
             if m.role == "system":
-                b.control("<|System|>:", i)
-                b.content(m.text, i)
-                b.control("\n", i)
+                b.turn("<|System|>:", m.text, "\n", "", i)
             elif m.role == "user":
-                b.control("<|User|>:", i)
-                b.content(m.text, i)
-                b.control("\n", i)
+                b.turn("<|User|>:", m.text, "\n", "", i)
             else:
                 b.control("<|Bot|>:", i)
                 b.content(m.text, i, trained=True)

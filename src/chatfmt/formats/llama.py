@@ -79,9 +79,13 @@ class Llama2Template(Template):
                 if k == 0 and system is not None:
                     # The official template strips '<<SYS>>…<</SYS>>\n\n' + user as one string.
                     user = m.text.rstrip()
-                    b.control("<<SYS>>\n", system.index)
-                    b.content(system.text, system.index)
-                    b.control("\n<</SYS>>\n\n" if user else "\n<</SYS>>", system.index)
+                    b.turn(
+                        "<<SYS>>\n",
+                        system.text,
+                        "\n<</SYS>>\n\n" if user else "\n<</SYS>>",
+                        "",
+                        system.index,
+                    )
                     b.content(user, m.index)
                 else:
                     b.content(m.text.strip(), m.index)
@@ -125,12 +129,8 @@ class Llama2SeedTemplate(Template):
             if m.role == "user":
                 b.control("<s>[INST]", m.index)
                 if k == 0 and system is not None:
-                    b.control(" <<SYS>>\n", system.index)
-                    b.content(system.text, system.index)
-                    b.control("\n<</SYS>>", system.index)
-                b.control("\n", m.index)
-                b.content(m.text, m.index)
-                b.control("\n[/INST]\n", m.index)
+                    b.turn(" <<SYS>>\n", system.text, "\n<</SYS>>", "", system.index)
+                b.turn("\n", m.text, "\n[/INST]\n", "", m.index)
             else:
                 b.content(m.text, m.index, True)
                 b.control("\n</s>", m.index, True)
@@ -334,9 +334,13 @@ class Llama31Template(Template):
         if builtin is not None or tools:
             b.control("Environment: ipython\n", sidx)
         if builtin is not None:
-            b.control("Tools: ", sidx)
-            b.content(", ".join(n for n in builtin if n != "code_interpreter"), sidx)
-            b.control("\n\n", sidx)
+            b.turn(
+                "Tools: ",
+                ", ".join(n for n in builtin if n != "code_interpreter"),
+                "\n\n",
+                "",
+                sidx,
+            )
         b.control(f"Cutting Knowledge Date: December 2023\nToday Date: {self._date(ctx)}\n\n", sidx)
         if tools and not in_user:
             b.control(_TOOLS_IN_SYSTEM, sidx)
@@ -357,9 +361,13 @@ class Llama31Template(Template):
             b.control(_EOT, first.index)
         for m in msgs:
             if m.role == "tool":
-                b.control(_HEADER.format("ipython"), m.index)
-                b.content(json.dumps(m.text, ensure_ascii=False), m.index)
-                b.control(_EOT, m.index)
+                b.turn(
+                    _HEADER.format("ipython"),
+                    json.dumps(m.text, ensure_ascii=False),
+                    _EOT,
+                    "",
+                    m.index,
+                )
             elif m.tool_calls:
                 self._tool_call(b, m, builtin)
             else:

@@ -366,9 +366,7 @@ class MistralV3Template(Template):
 
     def _result(self, b: SegmentBuilder, m: Message) -> None:
         call_id = check_id(m.tool_call_id, m.index, "tool_call_id")
-        b.control("[TOOL_RESULTS]" + self.sp + '{"content": ', m.index)
-        b.content(m.text, m.index)
-        b.control(', "call_id": "', m.index)
+        b.turn("[TOOL_RESULTS]" + self.sp + '{"content": ', m.text, ', "call_id": "', "", m.index)
         b.content(call_id, m.index)
         b.control('"}[/TOOL_RESULTS]', m.index)
 
@@ -483,17 +481,17 @@ class MistralV7Template(Template):
         for m in msgs:
             i = m.index
             if m.role == "system":
-                b.control("[SYSTEM_PROMPT]", i)
-                b.content(m.text, i)
-                b.control("[/SYSTEM_PROMPT]", i)
+                b.turn("[SYSTEM_PROMPT]", m.text, "[/SYSTEM_PROMPT]", "", i)
             elif m.role == "user":
                 if conv.tools and _is_last_user(m, users):
-                    b.control("[AVAILABLE_TOOLS]", i)
-                    b.content(json.dumps([dict(t.raw) for t in conv.tools], ensure_ascii=False), i)
-                    b.control("[/AVAILABLE_TOOLS]", i)
-                b.control("[INST]", i)
-                b.content(m.text, i)
-                b.control("[/INST]", i)
+                    b.turn(
+                        "[AVAILABLE_TOOLS]",
+                        json.dumps([dict(t.raw) for t in conv.tools], ensure_ascii=False),
+                        "[/AVAILABLE_TOOLS]",
+                        "",
+                        i,
+                    )
+                b.turn("[INST]", m.text, "[/INST]", "", i)
             elif m.role == "assistant" and m.tool_calls:
                 self._calls(b, m)
             elif m.role == "assistant":
@@ -505,9 +503,7 @@ class MistralV7Template(Template):
                 b.control(EOS, i, True)
             else:
                 call_id = check_id(m.tool_call_id, i, "tool_call_id")
-                b.control("[TOOL_RESULTS]", i)
-                b.content(call_id, i)
-                b.control("[TOOL_CONTENT]", i)
+                b.turn("[TOOL_RESULTS]", call_id, "[TOOL_CONTENT]", "", i)
                 b.content(m.text, i)
                 b.control("[/TOOL_RESULTS]", i)
         return b.segments
@@ -549,13 +545,9 @@ class DevstralTemplate(Template):
         for m in msgs:
             i = m.index
             if m.role == "user":
-                b.control("[INST]", i)
-                b.content(m.text, i)
-                b.control("[/INST]", i)
+                b.turn("[INST]", m.text, "[/INST]", "", i)
             elif m.role == "system":
-                b.control("[SYSTEM_PROMPT]", i)
-                b.content(m.text, i)
-                b.control("[/SYSTEM_PROMPT]", i)
+                b.turn("[SYSTEM_PROMPT]", m.text, "[/SYSTEM_PROMPT]", "", i)
             elif m.role == "assistant":
                 if m.content is None:
                     raise ValidationError(
@@ -571,9 +563,7 @@ class DevstralTemplate(Template):
                     b.content(call.arguments_json, i, True)
                 b.control(EOS, i, True)
             else:
-                b.control("[TOOL_RESULTS]", i)
-                b.content(m.text, i)
-                b.control("[/TOOL_RESULTS]", i)
+                b.turn("[TOOL_RESULTS]", m.text, "[/TOOL_RESULTS]", "", i)
         return b.segments
 
 

@@ -110,13 +110,15 @@ class Phi4(Template):
         for m in conv.messages:
             _check_plain(self, m)
             if m.role == "system":
-                b.control("<|im_start|>system<|im_sep|>", m.index)
-                b.content(m.text, m.index)
-                b.control("<|im_end|>", m.index)
+                b.turn("<|im_start|>system<|im_sep|>", m.text, "<|im_end|>", "", m.index)
             elif m.role == "user":
-                b.control("<|im_start|>user<|im_sep|>", m.index)
-                b.content(m.text, m.index)
-                b.control("<|im_end|><|im_start|>assistant<|im_sep|>", m.index)
+                b.turn(
+                    "<|im_start|>user<|im_sep|>",
+                    m.text,
+                    "<|im_end|><|im_start|>assistant<|im_sep|>",
+                    "",
+                    m.index,
+                )
             else:
                 b.content(m.text, m.index, True)
                 b.control("<|im_end|>", m.index, True)

@@ -99,9 +99,7 @@ class SmolLM3Template(Template):
             self._check_kept(m, pos)
             text = m.content or ""
             if m.role in ("user", "tool"):
-                b.control(f"{IM_START}user\n", m.index)
-                b.content(text, m.index)
-                b.control(f"{IM_END}\n", m.index)
+                b.turn(f"{IM_START}user\n", text, f"{IM_END}\n", "", m.index)
             elif m.role == "assistant":
                 b.control(f"{IM_START}assistant\n" + ("" if think else NO_THINK_PREFIX), m.index)
                 b.content(text.lstrip("\n"), m.index, True)
