@@ -16,7 +16,7 @@ from chatfmt.cli import app
 from chatfmt.config import GenerationConfig
 from chatfmt.jinja import JinjaTemplate
 from chatfmt.protocol import validate_conversation
-from chatfmt.segments import Kind, Segment, truncate_after_content
+from chatfmt.segments import Kind, Segment, SegmentBuilder, TextSink, truncate_after_content
 from chatfmt.spec import spec_from_dict
 from chatfmt.template import RenderContext, parse_now
 
@@ -362,3 +362,36 @@ def test_command_r_readme_example() -> None:
     cr = chatfmt.get_template("CohereForAI/c4ai-command-r-plus")
     prompt = cr.render([{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
     assert "get_current_weather" in prompt and "City name" in prompt
+
+
+class _RecordingTemplate(chatfmt.Template):
+    """A user subclass: records the builder class each call gets; one plain builder is fine too."""
+
+    name = "recording-test"
+
+    def __init__(self) -> None:
+        self.builders: list[type] = []
+
+    def render_conversation(self, conv: Any, ctx: RenderContext) -> list[Segment]:
+        b = ctx.builder()
+        self.builders.append(type(b))
+        for m in conv.messages:
+            b.turn(f"<{m.role}>", m.text, "</s>", "\n", m.index, m.role == "assistant")
+        own = SegmentBuilder()  # a builder made directly still works in text mode
+        own.control("END")
+        b.extend(own.segments)
+        return b.segments
+
+
+def test_render_writes_to_a_text_sink_and_segments_to_a_full_builder() -> None:
+    tpl = _RecordingTemplate()
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    text = tpl.render(msgs)
+    segs = tpl.segments(msgs)
+    assert tpl.builders == [TextSink, SegmentBuilder]
+    assert text == "".join(s.text for s in segs) == "<user>hi</s>\n<assistant>yo</s>\nEND"
+    assert [(s.kind, s.message, s.trained) for s in segs if s.text == "yo"] == [
+        (Kind.CONTENT, 1, True)
+    ]
+    assert RenderContext().builder is SegmentBuilder
+    assert RenderContext(text_only=True).builder is TextSink

@@ -8,7 +8,6 @@ from the same list (control text may hold special tokens, content never does).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -61,25 +60,15 @@ def join(segments: Iterable[Segment]) -> str:
     return "".join([s.text for s in segments])
 
 
-#: Set by ``Template.render`` while only the prompt string is needed: the same template code
-#: runs, but new builders are plain string sinks (:class:`_TextSink`), so producing the string
-#: costs no segment bookkeeping. Their one CONTROL segment is never used for tokens or masks.
-TEXT_ONLY: ContextVar[bool] = ContextVar("chatfmt_text_only", default=False)
-
-
 class SegmentBuilder:
     """Collects segments, dropping empty ones and merging neighbours with equal attributes.
 
     Pieces are buffered and merged once, when :attr:`segments` is read, so ``add`` costs a
-    tuple comparison and an append. While ``TEXT_ONLY`` is set it is a plain text sink.
+    tuple comparison and an append. Templates get theirs from ``RenderContext.builder``,
+    which is :class:`TextSink` when only the prompt string is wanted.
     """
 
     __slots__ = ("_attrs", "_done", "_texts")
-
-    def __new__(cls) -> SegmentBuilder:
-        if cls is SegmentBuilder and TEXT_ONLY.get():
-            return object.__new__(_TextSink)
-        return object.__new__(cls)
 
     def __init__(self) -> None:
         self._done: list[Segment] = []
@@ -144,8 +133,12 @@ class SegmentBuilder:
         return join(self.segments)
 
 
-class _TextSink(SegmentBuilder):
-    """The builder while ``TEXT_ONLY`` is set: keeps the text, drops the attributes."""
+class TextSink(SegmentBuilder):
+    """The builder of ``Template.render``: the same template calls, only the text is kept.
+
+    Its :attr:`segments` is one CONTROL segment holding the whole prompt, never used for
+    tokens or masks (those always come from a full :class:`SegmentBuilder`).
+    """
 
     __slots__ = ()
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from .config import GenerationConfig, string_tuple
 from .errors import RoleOrderError, TemplateError, UnsupportedFeatureError
 from .protocol import Conversation
-from .segments import Segment, SegmentBuilder
+from .segments import Segment
 from .template import RenderContext, Template
 
 SystemMode = Literal["turn", "first_user", "unsupported"]
@@ -110,7 +110,7 @@ class SpecTemplate(Template):
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         spec = self.spec
         roles = spec.roles
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(spec.bos)
         msgs = list(conv.messages)
         system_text: str | None = None

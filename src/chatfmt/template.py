@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 from .config import GenerationConfig
 from .errors import TemplateError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
-from .segments import TEXT_ONLY, Kind, Segment, join, truncate_after_content
+from .segments import Kind, Segment, SegmentBuilder, TextSink, join, truncate_after_content
 
 #: Texts of the probe turn used to render a follow-up turn (``sequence_start=False``).
 PROBE_USER = "chatfmt probe question"
@@ -19,19 +19,27 @@ PROBE_ASSISTANT = "chatfmt probe answer"
 
 
 class RenderContext:
-    """Per-call settings a template may read: the generation-prompt flag, the date, options."""
+    """Per-call settings a template may read: the generation-prompt flag, the date, options.
 
-    __slots__ = ("_now", "add_generation_prompt", "options")
+    ``builder`` makes the segment builder a template writes to: :class:`SegmentBuilder`,
+    or :class:`TextSink` (``text_only=True``, what ``Template.render`` uses) when only the
+    prompt string is wanted, so the same template code produces it without segment
+    bookkeeping.
+    """
+
+    __slots__ = ("_now", "add_generation_prompt", "builder", "options")
 
     def __init__(
         self,
         add_generation_prompt: bool = True,
         now: _dt.date | _dt.datetime | str | None = None,
         options: Mapping[str, Any] | None = None,
+        text_only: bool = False,
     ) -> None:
         self.add_generation_prompt = add_generation_prompt
         self.options: Mapping[str, Any] = options if options is not None else {}
         self._now = None if now is None else parse_now(now)
+        self.builder: type[SegmentBuilder] = TextSink if text_only else SegmentBuilder
 
     @property
     def datetime(self) -> _dt.datetime:
@@ -152,16 +160,11 @@ class Template(ABC):
         a previous turn whose reply (with its stop token) the engine already holds.
         """
         if sequence_start and not continue_final_message:
-            # What segments() does for this case, with builders that only collect text
-            # (see segments.TEXT_ONLY): the same template code.
-            ctx = self._context(add_generation_prompt, now, options)
+            # What segments() does for this case, writing to a TextSink: the same template code.
+            ctx = self._context(add_generation_prompt, now, options, text_only=True)
             if isinstance(messages, str):
                 messages = [{"role": "user", "content": messages}]
-            token = TEXT_ONLY.set(True)
-            try:
-                return join(self._render_segments(messages, tools, ctx, True)[1])
-            finally:
-                TEXT_ONLY.reset(token)
+            return join(self._render_segments(messages, tools, ctx, True)[1])
         return join(
             self.segments(
                 messages,
@@ -201,12 +204,14 @@ class Template(ABC):
         add_generation_prompt: bool,
         now: _dt.date | _dt.datetime | str | None,
         options: Mapping[str, Any],
+        text_only: bool = False,
     ) -> RenderContext:
         """The render context of one call (options checked and merged over the defaults)."""
         if not options:
-            return RenderContext(add_generation_prompt, now, self.default_options)
+            return RenderContext(add_generation_prompt, now, self.default_options, text_only)
         self.check_options(options)
-        return RenderContext(add_generation_prompt, now, {**self.default_options, **options})
+        merged = {**self.default_options, **options}
+        return RenderContext(add_generation_prompt, now, merged, text_only)
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool

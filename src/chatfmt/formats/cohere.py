@@ -205,7 +205,7 @@ def _default_turns(
 ) -> list[Segment]:
     """The Command-R / R7B default (no-tools) templates: an optional system turn
     (``empty_system`` when there is none), then strictly alternating, stripped turns."""
-    b = SegmentBuilder()
+    b = ctx.builder()
     b.control(bos)
     sys_msg, msgs = conv.split_system()
     if sys_msg is not None:
@@ -299,7 +299,7 @@ class CommandR(Template):
         )
 
     def _render_tool_use(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(self.bos)
         sys_msg, msgs = conv.split_system()
         b.control(_PREAMBLE)
@@ -602,7 +602,7 @@ class CommandR7B(Template):
         self, conv: Conversation, ctx: RenderContext, docs: list[Mapping[str, Any]], *, rag: bool
     ) -> list[Segment]:
         """The tool_use template; ``rag``: the default template's ``documents`` branch (no tools)."""
-        b = SegmentBuilder()
+        b = ctx.builder()
         msgs = conv.messages
         tools = () if rag else conv.tools
         first = msgs[0] if msgs and msgs[0].role == "system" else None

@@ -121,7 +121,7 @@ class DeepSeekCoderTemplate(Template):
     generation_config = GenerationConfig(session_len=16384, stop_words=("<|EOT|>",), top_p=0.95)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         if not any(m.role == "system" for m in conv.messages):
             b.control(_CODER_SYSTEM)
@@ -169,7 +169,7 @@ class DeepSeekV2Template(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         for m in conv.messages:
             _no_tool_format(self.name, m)
@@ -309,7 +309,7 @@ class DeepSeekV3Template(Template):
         b.control(ASSISTANT)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         self._system(b, conv)
         ns = _State()
@@ -423,7 +423,7 @@ class DeepSeekV31Template(Template):
         return bool(value)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         for k, s in enumerate(m for m in conv.messages if m.role == "system"):
             if k:

@@ -31,7 +31,7 @@ class _GemmaBase(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         msgs = list(conv.messages)
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(self.bos)
         prefix: Message | None = None
         if msgs and msgs[0].role == "system":

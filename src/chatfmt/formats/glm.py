@@ -32,8 +32,8 @@ class _RoleWriter:
     model generated to end it: it is written trained, under the reply's index.
     """
 
-    def __init__(self) -> None:
-        self.b = SegmentBuilder()
+    def __init__(self, b: SegmentBuilder) -> None:
+        self.b = b
         self.reply: int | None = None
 
     def role(self, role: str, index: int | None) -> None:
@@ -161,7 +161,7 @@ class ChatGLM3Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         check_chatglm3_order(conv.messages)
-        w = _RoleWriter()
+        w = _RoleWriter(ctx.builder())
         b = w.b
         sp = " " if ctx.option("prefix_space") else ""
         b.control("[gMASK]sop")
@@ -298,7 +298,7 @@ class GLM4Template(Template):
     tool_parser = "glm4"
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        w = _RoleWriter()
+        w = _RoleWriter(ctx.builder())
         b = w.b
         b.control("[gMASK]<sop>")
         if conv.tools:
@@ -418,7 +418,7 @@ class GLM45Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         thinking = bool(ctx.option("enable_thinking"))
-        w = _RoleWriter()
+        w = _RoleWriter(ctx.builder())
         b = w.b
         b.control("[gMASK]<sop>")
         if conv.tools:
@@ -550,7 +550,7 @@ class GLM47Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         keep_all = not ctx.option("clear_thinking")
-        w = _RoleWriter()
+        w = _RoleWriter(ctx.builder())
         b = w.b
         b.control("[gMASK]<sop>")
         if conv.tools:

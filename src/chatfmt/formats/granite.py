@@ -149,7 +149,7 @@ class Granite3(Template):
         return text
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         sys_msg, msgs = conv.split_system()
         b.control(_SOR + "system" + _EOR)
         if sys_msg is not None:
@@ -303,7 +303,7 @@ class Granite4(Template):
         b.control(_EOT + "\n")
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         self._system_pieces(b, conv, ctx)
         msgs = conv.messages
         for pos, m in enumerate(msgs):

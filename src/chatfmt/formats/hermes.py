@@ -126,7 +126,7 @@ class HermesTemplate(Template):
     default_options: ClassVar[Mapping[str, Any]] = {}
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         uses_tools = any(m.tool_calls or m.role == "tool" for m in conv.messages)
         if conv.tools or uses_tools:

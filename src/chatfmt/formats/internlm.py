@@ -201,7 +201,7 @@ class InternLM2Template(Template):
     }
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(str(ctx.option("bos_token") or ""))
         msgs = conv.messages
         lead = 0
@@ -355,7 +355,7 @@ class InternLMChatTemplate(Template):
             raise UnsupportedFeatureError(
                 f"template {self.name!r} has no tool format", field="tools"
             )
-        b = SegmentBuilder()
+        b = ctx.builder()
         msgs = conv.messages
         if not (msgs and msgs[0].role == "system"):
             b.control(f"<|System|>:{INTERNLM_META_INSTRUCTION}\n")

@@ -65,7 +65,7 @@ class Llama2Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
-        b = SegmentBuilder()
+        b = ctx.builder()
         for k, m in enumerate(msgs):
             if (m.role == "user") != (k % 2 == 0):
                 raise RoleOrderError(ALTERNATE, index=m.index, field="role")
@@ -115,7 +115,7 @@ class Llama2SeedTemplate(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
-        b = SegmentBuilder()
+        b = ctx.builder()
         for k, m in enumerate(msgs):
             if m.role not in ("user", "assistant"):
                 raise UnsupportedFeatureError(
@@ -181,7 +181,7 @@ class Llama3Template(Template):
     generation_config = _LLAMA3_GEN
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         for k, m in enumerate(conv.messages):
             _reject_tools(self.name, m)
             if k == 0:
@@ -327,7 +327,7 @@ class Llama31Template(Template):
         tools = conv.function_tools
         builtin = self._builtin(conv, ctx)
         in_user = bool(ctx.option("tools_in_user_message"))
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control("<|begin_of_text|>")
         sidx = system.index if system else None
         b.control(_HEADER.format("system"), sidx)

@@ -268,7 +268,7 @@ class MistralV1Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         for k, m in enumerate(msgs):
             if (m.role == "user") != (k % 2 == 0):
@@ -380,7 +380,7 @@ class MistralV3Template(Template):
         tools = _function_tools(self.name, conv)
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         for k, m in enumerate(msgs):
             if m.role == "user":
@@ -470,7 +470,7 @@ class MistralV7Template(Template):
         system, msgs = conv.split_system()
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         b.control("[SYSTEM_PROMPT]", system.index if system else None)
         if system is None:
@@ -530,7 +530,7 @@ class DevstralTemplate(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
-        b = SegmentBuilder()
+        b = ctx.builder()
         b.control(BOS)
         b.control("[SYSTEM_PROMPT]", system.index if system else None)
         if system is None:

@@ -8,7 +8,7 @@ from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
-from ..segments import Segment, SegmentBuilder
+from ..segments import Segment
 from ..template import RenderContext, Template
 
 
@@ -53,7 +53,7 @@ class Phi3(Template):
     skip_empty_system: ClassVar[bool] = False
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         for m in conv.messages:
             if m.role == "system" and self.skip_empty_system and not m.content:
                 continue
@@ -106,7 +106,7 @@ class Phi4(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
-        b = SegmentBuilder()
+        b = ctx.builder()
         for m in conv.messages:
             _check_plain(self, m)
             if m.role == "system":

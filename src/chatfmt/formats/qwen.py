@@ -160,7 +160,7 @@ class _QwenToolsBase(Template):
         msgs = conv.messages
         if not msgs:
             require_messages(self.name, conv)
-        b = SegmentBuilder()
+        b = ctx.builder()
         self._header(b, conv)
         last_query = self._last_query(msgs)
         turn = b.turn

@@ -21,7 +21,7 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
-from ..segments import Segment, SegmentBuilder
+from ..segments import Segment
 from ..template import RenderContext, Template
 from .qwen import IM_END, IM_START, require_text
 
@@ -74,7 +74,7 @@ class SmolLM3Template(Template):
                 f"template {self.name!r} needs at least one message", field="messages"
             )
         think = bool(ctx.option("enable_thinking"))
-        b = SegmentBuilder()
+        b = ctx.builder()
         system: Message | None = msgs[0] if msgs[0].role == "system" else None
         custom = ""
         if system is not None:
