@@ -120,6 +120,9 @@ class _QwenToolsBase(Template):
     default_system: ClassVar[str | None] = None
     #: Qwen3 writes ``system + "\\n\\n"`` only when there is a system message.
     system_gap_always: ClassVar[bool] = True
+    #: Whether every reply without tool calls is the plain turn ``<|im_start|>assistant\n
+    #: {content}<|im_end|>\n`` (then the loop writes it without calling ``_assistant``).
+    plain_replies: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -144,7 +147,10 @@ class _QwenToolsBase(Template):
                 b.content(tool_json(tool, i))
             b.control(_TOOLS_OUTRO)
         elif first.role == "system":
-            b.turn(_HEADERS["system"], require_text(self.name, first), IM_END, "\n", first.index)
+            text = first.content
+            if text is None:
+                text = require_text(self.name, first)
+            b.turn(_HEADERS["system"], text, IM_END, "\n", first.index)
         elif self.default_system is not None:
             b.control(self._default_system_turn)
 
@@ -165,10 +171,14 @@ class _QwenToolsBase(Template):
         last_query = self._last_query(msgs)
         turn = b.turn
         assistant = self._assistant
+        plain_replies = self.plain_replies
         for pos, m in enumerate(msgs):
             role = m.role
             if role == "assistant":
-                assistant(b, msgs, pos, last_query)
+                if plain_replies and not m.tool_calls and m.content is not None:
+                    turn(_ASSISTANT, m.content, IM_END, "\n", m.index, True)  # the common reply
+                else:
+                    assistant(b, msgs, pos, last_query)
             elif role == "user" or (role == "system" and pos > 0):
                 text = m.content
                 if text is None:
@@ -240,6 +250,7 @@ class Qwen25Template(_QwenToolsBase):
     source = "official Jinja: Qwen-Qwen2.5-7B-Instruct.jinja"
     official_templates = ("Qwen-Qwen2.5-7B-Instruct.jinja",)
     default_system = QWEN25_DEFAULT_SYSTEM
+    plain_replies = True
     generation_config = GenerationConfig(
         session_len=32768,
         stop_words=(IM_END, ENDOFTEXT),
