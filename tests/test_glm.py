@@ -375,10 +375,18 @@ def test_glm45_errors_where_official_raises() -> None:
     assert err.value.index == 1
     with pytest.raises(Exception, match="Invalid tool call arguments"):
         official_render(official_source(GLM46), bad)
-    with pytest.raises(UnsupportedFeatureError):
-        chatfmt.render(
-            [{"role": "user", "content": "q"}], "glm4.5", tools=[{"type": "code_interpreter"}]
-        )
+
+
+def test_glm45_lists_a_code_interpreter_tool_like_the_official_template() -> None:
+    msgs = [{"role": "user", "content": "q"}]
+    tools = [{"type": "code_interpreter"}, *TOOLS]
+    out = chatfmt.render(msgs, "glm4.5", tools=tools)
+    assert out == official_render(official_source(GLM46), msgs, tools=tools)
+    assert '<tools>\n{"type": "code_interpreter"}\n' in out
+    code_call = {"type": "code_interpreter", "code_interpreter": {"input": "print(1)"}}
+    with pytest.raises(UnsupportedFeatureError) as err:  # a call still has no format
+        chatfmt.render([*msgs, {"role": "assistant", "tool_calls": [code_call]}], "glm4.5")
+    assert err.value.index == 1
 
 
 def test_glm45_segments() -> None:

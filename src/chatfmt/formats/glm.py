@@ -423,11 +423,7 @@ class GLM45Template(Template):
         b.control("[gMASK]<sop>")
         if conv.tools:
             b.control(GLM45_TOOLS_INTRO)
-            for tool in conv.tools:
-                if tool.type != "function":
-                    raise UnsupportedFeatureError(
-                        f"template {self.name!r} has no code-interpreter tool", field="tools"
-                    )
+            for tool in conv.tools:  # every tool as its JSON, as the official template lists it
                 b.content(tool.json)
                 b.control("\n")
             b.control(GLM45_TOOLS_OUTRO)
