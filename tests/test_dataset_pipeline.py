@@ -412,28 +412,76 @@ def test_prompt_round_trip(template: str) -> None:
         )
 
 
+def _engine_outputs(tmp_path: Path, name: str, out: Path) -> tuple[list[Any], list[Any]]:
+    """Output rows (``row`` and token columns) and errors file of one engine's run."""
+    import pyarrow.parquet as pq
+
+    rows = sorted(pq.read_table(out).to_pylist(), key=lambda r: r["row"])
+    errors = [json.loads(x) for x in (tmp_path / f"{name}.errors.jsonl").read_text().splitlines()]
+    return rows, [(e["row"], e["kind"]) for e in errors]
+
+
 @pytest.mark.slow
-def test_ray_engine(tmp_path: Path, qwen: Path) -> None:
+def test_ray_engine_matches_the_local_engine(tmp_path: Path, qwen: Path) -> None:
+    """Messy input (invalid JSON, a non-UTF-8 line, blank lines, ShareGPT rows, rows of
+    other shapes, content parts) gives the same rows, ids and rejected rows on both engines."""
     ray = pytest.importorskip("ray")
     from chatfmt.data_pipeline.ray_engine import tokenize_dataset_ray
 
-    rows = [r for r in _rows(30) if isinstance(r, dict) and "messages" in r]
+    rows = _rows(30)
+    rows[7] = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "parts"}]},
+            {"role": "assistant", "content": "ok", "reasoning_content": "r"},
+        ]
+    }
     src = _write_jsonl(tmp_path / "in.jsonl", rows)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        s = tokenize_dataset_ray(
-            src, tmp_path / "out", template="chatml", tokenizer=qwen, batch_size=4
-        )
-    finally:
-        ray.shutdown()
-    local = tokenize_dataset(
-        src, tmp_path / "l.parquet", template="chatml", tokenizer=qwen, progress=False
-    )
+    data = src.read_bytes().split(b"\n")
+    data.insert(10, b"")  # blank lines are skipped, and numbered, as the local engine does
+    data.insert(12, b'{"messages": [{"role": "user", "content": "\xff"}]}')  # not UTF-8
+    src.write_bytes(b"\n".join(data))
+    parquet_src = tmp_path / "in.parquet"
+    # Parquet needs one type per column: the OpenAI rows with string contents.
+    ok_rows = [r for r in rows if isinstance(r, dict) and "messages" in r and r is not rows[7]]
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    got = pq.read_table(tmp_path / "out").to_pylist()
-    want = _read(tmp_path / "l.parquet")
-    assert s.samples_in == len(rows) and s.samples_out == local.samples_out == len(got)
-    assert [r["input_ids"] for r in got] == [r["input_ids"] for r in want]
-    errors = [json.loads(x) for x in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
-    assert [e["row"] for e in errors] == [i for i, r in enumerate(rows) if len(r["messages"]) < 2]
+    pq.write_table(pa.Table.from_pylist(ok_rows), parquet_src, row_group_size=5)
+    json_src = tmp_path / "in.json"  # an array, with a string row and the content-parts row
+    json_src.write_text(json.dumps(rows), encoding="utf-8")
+    inputs = [("in", src), ("pq", parquet_src), ("arr", json_src)]
+    datasets = pytest.importorskip("datasets")
+    datasets.Dataset.from_list(ok_rows).save_to_disk(str(tmp_path / "hf"))
+    inputs.append(("hf", tmp_path / "hf"))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        for name, path in inputs:
+            summary = tokenize_dataset_ray(
+                path,
+                tmp_path / f"ray-{name}",
+                template="chatml",
+                tokenizer=qwen,
+                batch_size=4,
+                errors_path=tmp_path / f"ray-{name}.errors.jsonl",
+            )
+            local = tokenize_dataset(
+                path,
+                tmp_path / f"local-{name}.parquet",
+                template="chatml",
+                tokenizer=qwen,
+                progress=False,
+            )
+            got, got_errors = _engine_outputs(tmp_path, f"ray-{name}", tmp_path / f"ray-{name}")
+            want, want_errors = _engine_outputs(
+                tmp_path, f"local-{name}", tmp_path / f"local-{name}.parquet"
+            )
+            assert got == want
+            assert got_errors == want_errors
+            assert summary.to_dict() | {"seconds": 0, "output": "", "errors_file": ""} == (
+                local.to_dict() | {"seconds": 0, "output": "", "errors_file": ""}
+            )
+    finally:
+        ray.shutdown()
+    kinds = dict(_engine_outputs(tmp_path, "ray-in", tmp_path / "ray-in")[1])
+    assert kinds[3] == "invalid_json" and 12 in kinds  # the bad lines, each rejected alone
+    assert 10 not in kinds  # the blank line is no sample

@@ -113,6 +113,7 @@ def tokenize_cmd(
             "on_special": on_special,
             "errors_path": errors_file,
             "options": _options(option),
+            "split": split,
         }
         if engine == "ray":
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
@@ -125,7 +126,6 @@ def tokenize_cmd(
                 input_path,
                 output,
                 workers=workers,
-                split=split,
                 progress=None if not no_progress else False,
                 pin_workers=not no_pin,
                 **common,

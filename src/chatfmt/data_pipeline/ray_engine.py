@@ -1,19 +1,40 @@
 """The same tokenize pipeline on Ray Data, for clusters.
 
-``read_json``/``read_parquet`` → ``map_batches`` (the worker code of
-:mod:`chatfmt.data_pipeline.pipeline`) → ``write_parquet`` into a folder. Order is
-preserved, so rejected rows get their input index in the errors file.
+Input → ``map_batches`` (the worker code of :mod:`chatfmt.data_pipeline.pipeline`) →
+``write_parquet`` into a folder. Rows carry their input index from the start, so the
+output's ``row`` column and the errors file name the same rows as the local engine, and a
+row is only parsed and validated inside ``map_batches``, where a bad one is rejected alone
+with its reason (Arrow's JSON reader would fail a whole block on one invalid line, or on
+rows of different shapes):
+
+* JSONL: each file is read as bytes and split into numbered lines on the workers.
+* Parquet files and Hugging Face ``datasets`` folders: the driver lists units from the
+  metadata (a Parquet row group; a range of rows) with their first index, and the workers
+  read them and pass each row on as a pickled object (exactly the values the local engine
+  sees, whatever their types).
+* A ``.json`` array: loaded by the driver, its rows passed on the same way.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizationError
 from .pipeline import Summary, TokenizeConfig, default_errors_path, process_chunk
+from .readers import input_kind, load_hf
+
+#: Columns of the rows handed to ``map_batches``: the input index, and either a raw JSON
+#: line or a pickled row object.
+_ROW = "__chatfmt_row"
+_LINE = "__chatfmt_line"
+_OBJECT = "__chatfmt_object"
+#: Rows per unit of a ``datasets`` folder.
+_HF_UNIT = 1024
 
 _CACHE: dict[tuple[str, str, str], TokenizeConfig] = {}
 
@@ -33,31 +54,106 @@ def _config(template: Any, tokenizer: str, policy: dict[str, Any]) -> TokenizeCo
     return cfg
 
 
+def _jsonl_lines(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """One JSONL file's non-blank lines, numbered as the local engine numbers them."""
+    for i, line in enumerate(record["bytes"].split(b"\n")):
+        if line.strip():
+            yield {_ROW: i, _LINE: line}
+
+
+def _objects(first: int, rows: Any) -> Iterator[dict[str, Any]]:
+    for i, row in enumerate(rows, first):
+        yield {_ROW: i, _OBJECT: pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)}
+
+
+def _parquet_rows(unit: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The rows of one Parquet row group."""
+    import pyarrow.parquet as pq
+
+    table = pq.ParquetFile(unit["path"]).read_row_group(unit["group"])
+    return _objects(unit["first"], table.to_pylist())
+
+
+def _hf_rows(unit: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A range of rows of a ``datasets`` folder (memory-mapped, so loading is cheap)."""
+    ds = load_hf(Path(unit["path"]), unit["split"])
+    return _objects(unit["first"], ds.select(range(unit["first"], unit["stop"])))
+
+
+def _read(src: Path, split: str | None) -> Any:
+    """The input as a Ray dataset of rows that carry their index (see the module doc)."""
+    import ray.data
+
+    kind = input_kind(src)
+    if kind == "jsonl":
+        return ray.data.read_binary_files(str(src)).flat_map(_jsonl_lines)
+    if kind == "json":
+        try:
+            data = json.loads(src.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise TokenizationError(f"{src}: invalid JSON ({exc})") from None
+        if not isinstance(data, list):
+            raise TokenizationError(f"{src}: a .json dataset must be an array of rows")
+        return ray.data.from_items(list(_objects(0, data)))
+    units: list[dict[str, Any]] = []
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        first = 0
+        for f in sorted(src.glob("*.parquet")) if src.is_dir() else [src]:
+            meta = pq.ParquetFile(f).metadata
+            for group in range(meta.num_row_groups):
+                units.append({"path": str(f), "group": group, "first": first})
+                first += meta.row_group(group).num_rows
+        reader = _parquet_rows
+    else:
+        total = len(load_hf(src, split))
+        for first in range(0, total, _HF_UNIT):
+            stop = min(total, first + _HF_UNIT)
+            units.append({"path": str(src), "split": split, "first": first, "stop": stop})
+        reader = _hf_rows
+    return ray.data.from_items(units).flat_map(reader)
+
+
+def _good_rows(batch: Any) -> Any:
+    """The rows that were tokenized, without the error columns."""
+    import pyarrow.compute as pc
+
+    return batch.filter(pc.is_null(batch["error"])).drop_columns(["error", "error_kind"])
+
+
 def _map_batch(batch: Any, template: Any, tokenizer: str, policy: dict[str, Any]) -> Any:
     import numpy as np
     import pyarrow as pa
 
-    rows = batch.to_pylist()
-    res = process_chunk(list(enumerate(rows)), _config(template, tokenizer, policy))
-    n = len(rows)
+    index = batch.column(_ROW).to_pylist()
+    if _LINE in batch.column_names:
+        raws = batch.column(_LINE).to_pylist()  # raw JSON lines, parsed by process_chunk
+    else:  # our own pickles, made by _parquet_rows / _hf_rows / _read in this job
+        raws = [pickle.loads(b) for b in batch.column(_OBJECT).to_pylist()]
+    res = process_chunk(list(zip(index, raws)), _config(template, tokenizer, policy))
+    n = len(index)
+    position = {row: k for k, row in enumerate(index)}
+    good = np.array([position[r] for r in res.rows.tolist()], dtype=np.int64)
     # One output row per input row (order kept): good rows carry tokens, bad rows an error.
     starts = np.zeros(n + 1, dtype=np.int32)
     lengths = np.zeros(n, dtype=np.int32)
-    lengths[res.rows] = np.diff(res.offsets)
+    lengths[good] = np.diff(res.offsets)
     np.cumsum(lengths, out=starts[1:])
     ids, labels = res.ids, res.labels  # good rows come in input order
     trained = np.zeros(n, dtype=np.int32)
-    trained[res.rows] = res.num_trained
+    trained[good] = res.num_trained
     truncated = np.zeros(n, dtype=bool)
-    truncated[res.rows] = res.truncated
+    truncated[good] = res.truncated
     error: list[str | None] = [None] * n
     kind: list[str | None] = [None] * n
     for e in res.errors:
-        error[e["row"]] = e["reason"]
-        kind[e["row"]] = e["kind"]
+        error[position[e["row"]]] = e["reason"]
+        kind[position[e["row"]]] = e["kind"]
     offsets = pa.array(starts)
     return pa.table(
         {
+            "row": pa.array(index, pa.int64()),
             "input_ids": pa.ListArray.from_arrays(offsets, pa.array(ids, pa.int32())),
             "labels": pa.ListArray.from_arrays(offsets, pa.array(labels, pa.int32())),
             "attention_mask": pa.ListArray.from_arrays(
@@ -85,8 +181,10 @@ def tokenize_dataset_ray(
     errors_path: str | Path | None = None,
     batch_size: int = 64,
     options: dict[str, Any] | None = None,
+    split: str | None = None,
 ) -> Summary:
-    """Tokenize ``input_path`` (JSONL or Parquet) on the current Ray cluster into ``output_dir``.
+    """Tokenize ``input_path`` (JSONL, a JSON array, Parquet or a ``datasets`` folder) on the
+    current Ray cluster into ``output_dir``.
 
     Calls ``ray.init()`` if Ray is not initialised (connects to ``RAY_ADDRESS`` if set).
     """
@@ -108,13 +206,7 @@ def tokenize_dataset_ray(
         ray.init()
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True
-    suffix = src.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        ds = ray.data.read_json(str(src))
-    elif suffix in (".parquet", ".pq") or src.is_dir():
-        ds = ray.data.read_parquet(str(src))
-    else:
-        raise TokenizationError(f"{src}: the Ray engine reads .jsonl/.json or Parquet")
+    ds = _read(src, split)
     policy = {
         "max_length": max_length,
         "overflow": overflow,
@@ -123,43 +215,40 @@ def tokenize_dataset_ray(
         "options": dict(options or {}),
     }
     mapped = ds.map_batches(
-        _map_batch,  # type: ignore[arg-type]
+        _map_batch,
         batch_format="pyarrow",
         batch_size=batch_size,
         fn_args=(template, tokenizer, policy),
     ).materialize()
     summary = Summary(output=str(out), errors_file=str(err_path))
-    index = 0
     with err_path.open("w", encoding="utf-8") as fh:
         for batch in mapped.select_columns(
-            ["error", "error_kind", "num_tokens", "num_trained", "truncated"]
+            ["row", "error", "error_kind", "num_tokens", "num_trained", "truncated"]
         ).iter_batches(batch_format="pyarrow"):
             cols = batch.to_pydict()
-            for err, kind, ntok, ntrain, trunc in zip(
+            for row, err, kind, ntok, ntrain, trunc in zip(
+                cols["row"],
                 cols["error"],
                 cols["error_kind"],
                 cols["num_tokens"],
                 cols["num_trained"],
                 cols["truncated"],
             ):
+                summary.samples_in += 1
                 if err is None:
                     summary.samples_out += 1
                     summary.tokens += ntok
                     summary.trained_tokens += ntrain
                     summary.truncated += int(trunc)
+                    continue
+                fh.write(
+                    json.dumps({"row": row, "kind": kind, "reason": err}, ensure_ascii=False) + "\n"
+                )
+                if kind == "dropped_too_long":
+                    summary.dropped_too_long += 1
                 else:
-                    fh.write(
-                        json.dumps({"row": index, "kind": kind, "reason": err}, ensure_ascii=False)
-                        + "\n"
-                    )
-                    if kind == "dropped_too_long":
-                        summary.dropped_too_long += 1
-                    else:
-                        summary.errors += 1
-                        summary.reasons[err.split(":", 1)[0]] += 1
-                index += 1
-    summary.samples_in = index
-    good = mapped.filter(lambda row: row["error"] is None).drop_columns(["error", "error_kind"])
-    good.write_parquet(str(out))
+                    summary.errors += 1
+                    summary.reasons[err.split(":", 1)[0] if kind == "error" else kind] += 1
+    mapped.map_batches(_good_rows, batch_format="pyarrow").write_parquet(str(out))
     summary.seconds = time.perf_counter() - started
     return summary

@@ -61,7 +61,7 @@ def count_rows(path: Path, split: str | None = None) -> int | None:
         files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
         return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
     if kind == "hf":
-        return len(_load_hf(path, split))
+        return len(load_hf(path, split))
     return None
 
 
@@ -95,7 +95,7 @@ def read_rows(
                     yield index, row
                     index += 1
     else:
-        ds = _load_hf(path, split)
+        ds = load_hf(path, split)
         for i, row in enumerate(ds):
             yield i, row
 
@@ -107,7 +107,8 @@ def parse_row(raw: Any) -> Any:
     return raw
 
 
-def _load_hf(path: Path, split: str | None) -> Any:
+def load_hf(path: Path, split: str | None) -> Any:
+    """The ``datasets`` Dataset of a ``save_to_disk`` folder (``split`` of a DatasetDict)."""
     try:
         import datasets
     except ImportError:
