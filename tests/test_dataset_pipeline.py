@@ -242,7 +242,33 @@ def test_a_row_that_is_not_utf8_is_rejected_alone(tmp_path: Path, qwen: Path) ->
     errors = [json.loads(x) for x in (tmp_path / "o.errors.jsonl").read_text().splitlines()]
     assert (s.samples_in, s.samples_out, s.errors) == (3, 2, 1)
     assert errors[0]["row"] == 1 and "UnicodeDecodeError" in errors[0]["reason"]
+    assert errors[0]["kind"] == "invalid_json"
     assert [r["row"] for r in _read(tmp_path / "o.parquet")] == [0, 2]
+
+
+def test_rows_of_any_shape_are_rejected_alone_with_their_reason(tmp_path: Path, qwen: Path) -> None:
+    """Not objects, wrong types, JSON too deep for Python's parser: each row fails alone."""
+    ok = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}
+    lines = [
+        "[1, 2]",
+        "null",
+        '{"messages": "str"}',
+        '{"messages": [{"role": "user", "content": 5}]}',
+        '{"messages": [' + "[" * 5000 + "]" * 5000 + "]}",
+        json.dumps(ok),
+        "1e999",
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s = tokenize_dataset(
+        src, tmp_path / "o.parquet", template="chatml", tokenizer=qwen, progress=False
+    )
+    errors = {e["row"]: e for e in map(json.loads, (tmp_path / "o.errors.jsonl").open())}
+    assert (s.samples_in, s.samples_out, s.errors) == (7, 1, 6)
+    assert sorted(errors) == [0, 1, 2, 3, 4, 6]
+    assert errors[4]["kind"] == "invalid_json" and "too deeply" in errors[4]["reason"]
+    assert "messages[0].content" in errors[3]["reason"]
+    assert "must be an object" in errors[0]["reason"]
 
 
 def test_max_length_truncate_and_drop(tmp_path: Path, qwen: Path) -> None:

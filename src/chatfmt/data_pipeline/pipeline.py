@@ -28,7 +28,7 @@ from ..template import Template
 from ..tokens.encode import Encoding, SequenceTooLongError, encode_batch
 from ..tokens.tokenizer import Tokenizer, load_tokenizer
 from .parquet_concat import ParquetConcatWriter
-from .readers import count_rows, parse_row, read_rows
+from .readers import RowTooDeepError, count_rows, parse_row, read_rows
 from .records import record_to_conversation
 
 Overflow = Literal["error", "truncate", "drop"]
@@ -192,7 +192,8 @@ def process_chunk(
             convs.append(record_to_conversation(record))
             rows.append(index)
         except ValueError as exc:  # JSON errors and ValidationError
-            kind = "invalid_json" if isinstance(exc, json.JSONDecodeError) else "error"
+            invalid = isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError, RowTooDeepError))
+            kind = "invalid_json" if invalid else "error"
             errors.append({"row": index, "kind": kind, "reason": _reason(exc)})
     policy: dict[str, Any] = {
         "train_on": cfg.train_on,

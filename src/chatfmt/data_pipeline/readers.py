@@ -100,10 +100,22 @@ def read_rows(
             yield i, row
 
 
+class RowTooDeepError(ValueError):
+    """A JSON row nested deeper than Python's parser can go."""
+
+
 def parse_row(raw: Any) -> Any:
-    """A row from :func:`read_rows` as an object (JSONL lines are parsed here)."""
+    """A row from :func:`read_rows` as an object (JSONL lines are parsed here).
+
+    Raises ``ValueError`` (``json.JSONDecodeError``, ``UnicodeDecodeError`` or
+    :class:`RowTooDeepError`) for a line that is not one JSON value, so the row is rejected
+    alone.
+    """
     if isinstance(raw, (bytes, str)):
-        return json.loads(raw)  # UTF-8 is checked here: a bad row fails alone, not the read
+        try:
+            return json.loads(raw)  # UTF-8 is checked here: a bad row fails alone, not the read
+        except RecursionError:
+            raise RowTooDeepError("JSON nested too deeply to parse") from None
     return raw
 
 
