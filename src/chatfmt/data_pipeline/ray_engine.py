@@ -26,7 +26,7 @@ from typing import Any
 
 from ..errors import TokenizationError
 from .pipeline import Summary, TokenizeConfig, default_errors_path, process_chunk
-from .readers import input_kind, load_hf
+from .readers import input_kind, load_hf, load_json_array, parquet_files
 
 #: Columns of the rows handed to ``map_batches``: the input index, and either a raw JSON
 #: line or a pickled row object.
@@ -88,19 +88,13 @@ def _read(src: Path, split: str | None) -> Any:
     if kind == "jsonl":
         return ray.data.read_binary_files(str(src)).flat_map(_jsonl_lines)
     if kind == "json":
-        try:
-            data = json.loads(src.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise TokenizationError(f"{src}: invalid JSON ({exc})") from None
-        if not isinstance(data, list):
-            raise TokenizationError(f"{src}: a .json dataset must be an array of rows")
-        return ray.data.from_items(list(_objects(0, data)))
+        return ray.data.from_items(list(_objects(0, load_json_array(src))))
     units: list[dict[str, Any]] = []
     if kind == "parquet":
         import pyarrow.parquet as pq
 
         first = 0
-        for f in sorted(src.glob("*.parquet")) if src.is_dir() else [src]:
+        for f in parquet_files(src):
             meta = pq.ParquetFile(f).metadata
             for group in range(meta.num_row_groups):
                 units.append({"path": str(f), "group": group, "first": first})

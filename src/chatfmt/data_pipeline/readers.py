@@ -58,8 +58,7 @@ def count_rows(path: Path, split: str | None = None) -> int | None:
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
     if kind == "hf":
         return len(load_hf(path, split))
     return None
@@ -77,19 +76,12 @@ def read_rows(
                 if line.strip():
                     yield i, line
     elif kind == "json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise DatasetError(f"{path}: invalid JSON ({exc})") from None
-        if not isinstance(data, list):
-            raise DatasetError(f"{path}: a .json dataset must be an array of rows")
-        yield from enumerate(data)
+        yield from enumerate(load_json_array(path))
     elif kind == "parquet":
         import pyarrow.parquet as pq
 
-        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
         index = 0
-        for f in files:
+        for f in parquet_files(path):
             for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_size):
                 for row in batch.to_pylist():
                     yield index, row
@@ -98,6 +90,22 @@ def read_rows(
         ds = load_hf(path, split)
         for i, row in enumerate(ds):
             yield i, row
+
+
+def parquet_files(path: Path) -> list[Path]:
+    """The Parquet files of a dataset: the file itself, or a folder's ``*.parquet`` in order."""
+    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+
+
+def load_json_array(path: Path) -> list[Any]:
+    """The rows of a ``.json`` dataset (one JSON array)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DatasetError(f"{path}: invalid JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: a .json dataset must be an array of rows")
+    return data
 
 
 class RowTooDeepError(ValueError):
