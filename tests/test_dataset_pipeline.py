@@ -475,7 +475,9 @@ def test_ray_engine_matches_the_local_engine(tmp_path: Path, qwen: Path) -> None
     pq.write_table(pa.Table.from_pylist(ok_rows), parquet_src, row_group_size=5)
     json_src = tmp_path / "in.json"  # an array, with a string row and the content-parts row
     json_src.write_text(json.dumps(rows), encoding="utf-8")
-    inputs = [("in", src), ("pq", parquet_src), ("arr", json_src)]
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    inputs = [("in", src), ("pq", parquet_src), ("arr", json_src), ("empty", empty)]
     datasets = pytest.importorskip("datasets")
     datasets.Dataset.from_list(ok_rows).save_to_disk(str(tmp_path / "hf"))
     inputs.append(("hf", tmp_path / "hf"))

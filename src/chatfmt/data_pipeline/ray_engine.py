@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizationError
-from .pipeline import Summary, TokenizeConfig, default_errors_path, process_chunk
+from .pipeline import (
+    OUTPUT_SCHEMA,
+    Summary,
+    TokenizeConfig,
+    default_errors_path,
+    process_chunk,
+)
 from .readers import input_kind, load_hf, load_json_array, parquet_files
 
 #: Columns of the rows handed to ``map_batches``: the input index, and either a raw JSON
@@ -244,5 +250,11 @@ def tokenize_dataset_ray(
                     summary.errors += 1
                     summary.reasons[err.split(":", 1)[0] if kind == "error" else kind] += 1
     mapped.map_batches(_good_rows, batch_format="pyarrow").write_parquet(str(out))
+    if not out.is_dir() or not any(out.glob("*.parquet")):
+        # Ray writes no file for an empty result: an empty table, as the local engine writes.
+        import pyarrow.parquet as pq
+
+        out.mkdir(parents=True, exist_ok=True)
+        pq.write_table(OUTPUT_SCHEMA().empty_table(), out / "part-empty.parquet")
     summary.seconds = time.perf_counter() - started
     return summary
