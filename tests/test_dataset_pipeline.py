@@ -438,6 +438,22 @@ def test_prompt_round_trip(template: str) -> None:
         )
 
 
+@pytest.mark.parametrize("unit", [1, 7, 30, 64, 1000])
+def test_ray_jsonl_ranges_number_lines_as_the_local_reader(tmp_path: Path, unit: int) -> None:
+    """Byte ranges cut on line ends give exactly the local reader's numbered lines."""
+    from chatfmt.data_pipeline.ray_engine import _jsonl_lines, _jsonl_units
+    from chatfmt.data_pipeline.readers import read_rows
+
+    src = tmp_path / "in.jsonl"
+    for tail in (b"\n", b""):  # with and without a final newline
+        src.write_bytes(b'{"a": 1}\n\n  \n{"b": 2}\r\n{"c": "x\\ny"}\n\n{"d": 4}' + tail)
+        want = [(i, line.rstrip(b"\n")) for i, line in read_rows(src)]
+        units = _jsonl_units(src, unit)
+        got = [(r["__chatfmt_row"], r["__chatfmt_line"]) for u in units for r in _jsonl_lines(u)]
+        assert got == want
+        assert units[0]["start"] == 0 and units[-1]["end"] == src.stat().st_size
+
+
 def _engine_outputs(tmp_path: Path, name: str, out: Path) -> tuple[list[Any], list[Any]]:
     """Output rows (``row`` and token columns) and errors file of one engine's run."""
     import pyarrow.parquet as pq
@@ -448,7 +464,9 @@ def _engine_outputs(tmp_path: Path, name: str, out: Path) -> tuple[list[Any], li
 
 
 @pytest.mark.slow
-def test_ray_engine_matches_the_local_engine(tmp_path: Path, qwen: Path) -> None:
+def test_ray_engine_matches_the_local_engine(
+    tmp_path: Path, qwen: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Messy input (invalid JSON, a non-UTF-8 line, blank lines, ShareGPT rows, rows of
     other shapes, content parts) gives the same rows, ids and rejected rows on both engines."""
     ray = pytest.importorskip("ray")
@@ -481,6 +499,9 @@ def test_ray_engine_matches_the_local_engine(tmp_path: Path, qwen: Path) -> None
     datasets = pytest.importorskip("datasets")
     datasets.Dataset.from_list(ok_rows).save_to_disk(str(tmp_path / "hf"))
     inputs.append(("hf", tmp_path / "hf"))
+    from chatfmt.data_pipeline import ray_engine
+
+    monkeypatch.setattr(ray_engine, "_JSONL_UNIT", 300)  # several ranges per file
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         for name, path in inputs:

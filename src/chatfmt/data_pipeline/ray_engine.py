@@ -7,7 +7,8 @@ row is only parsed and validated inside ``map_batches``, where a bad one is reje
 with its reason (Arrow's JSON reader would fail a whole block on one invalid line, or on
 rows of different shapes):
 
-* JSONL: each file is read as bytes and split into numbered lines on the workers.
+* JSONL: the driver cuts the file into ranges of about 64 MiB on line ends and counts the
+  lines before each; workers read their range and split it into numbered lines.
 * Parquet files and Hugging Face ``datasets`` folders: the driver lists units from the
   metadata (a Parquet row group; a range of rows) with their first index, and the workers
   read them and pass each row on as a pickled object (exactly the values the local engine
@@ -39,8 +40,9 @@ from .readers import input_kind, load_hf, load_json_array, parquet_files
 _ROW = "__chatfmt_row"
 _LINE = "__chatfmt_line"
 _OBJECT = "__chatfmt_object"
-#: Rows per unit of a ``datasets`` folder.
+#: Rows per unit of a ``datasets`` folder, and bytes per unit of a JSONL file.
 _HF_UNIT = 1024
+_JSONL_UNIT = 64 << 20
 
 _CACHE: dict[tuple[str, str, str], TokenizeConfig] = {}
 
@@ -60,9 +62,34 @@ def _config(template: Any, tokenizer: str, policy: dict[str, Any]) -> TokenizeCo
     return cfg
 
 
-def _jsonl_lines(record: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """One JSONL file's non-blank lines, numbered as the local engine numbers them."""
-    for i, line in enumerate(record["bytes"].split(b"\n")):
+def _jsonl_units(path: Path, size: int) -> list[dict[str, Any]]:
+    """Byte ranges of about ``size`` bytes that end on line ends, with their first line's
+    number (the driver reads the file once, counting newlines in C)."""
+    units: list[dict[str, Any]] = []
+    total = path.stat().st_size
+    start = first = 0
+    with path.open("rb") as fh:
+        while start < total:
+            fh.seek(min(start + size, total))
+            fh.readline()  # on to the end of that line
+            end = min(fh.tell(), total)
+            units.append({"path": str(path), "start": start, "end": end, "first": first})
+            fh.seek(start)
+            left = end - start
+            while left:
+                block = fh.read(min(left, 8 << 20))
+                first += block.count(b"\n")
+                left -= len(block)
+            start = end
+    return units
+
+
+def _jsonl_lines(unit: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The non-blank lines of one range, numbered as the local engine numbers them."""
+    with open(unit["path"], "rb") as fh:
+        fh.seek(unit["start"])
+        data = fh.read(unit["end"] - unit["start"])
+    for i, line in enumerate(data.split(b"\n"), unit["first"]):
         if line.strip():
             yield {_ROW: i, _LINE: line}
 
@@ -92,7 +119,7 @@ def _read(src: Path, split: str | None) -> Any:
 
     kind = input_kind(src)
     if kind == "jsonl":
-        return ray.data.read_binary_files(str(src)).flat_map(_jsonl_lines)
+        return ray.data.from_items(_jsonl_units(src, _JSONL_UNIT)).flat_map(_jsonl_lines)
     if kind == "json":
         return ray.data.from_items(list(_objects(0, load_json_array(src))))
     units: list[dict[str, Any]] = []
