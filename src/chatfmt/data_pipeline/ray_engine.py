@@ -78,6 +78,8 @@ def _jsonl_units(path: Path, size: int) -> list[dict[str, Any]]:
             left = end - start
             while left:
                 block = fh.read(min(left, 8 << 20))
+                if not block:  # the file shrank while being read
+                    raise TokenizationError(f"{path}: the file changed while it was read")
                 first += block.count(b"\n")
                 left -= len(block)
             start = end
@@ -95,6 +97,7 @@ def _jsonl_lines(unit: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 def _objects(first: int, rows: Any) -> Iterator[dict[str, Any]]:
+    """Rows numbered from ``first``, each pickled (any value types pass through unchanged)."""
     for i, row in enumerate(rows, first):
         yield {_ROW: i, _OBJECT: pickle.dumps(row, protocol=pickle.HIGHEST_PROTOCOL)}
 
