@@ -34,6 +34,7 @@ from ..protocol import Conversation, Message, ToolCall
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
+from .qwen import refuse_text_with_calls
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -292,14 +293,7 @@ class DeepSeekV3Template(Template):
             return
         # The official template writes calls only for content null and drops them otherwise;
         # "" counts as null here, and text with calls is refused instead of losing the calls.
-        if m.tool_calls and m.content:
-            raise UnsupportedFeatureError(
-                f"template {self.name!r} cannot render tool calls together with text: the "
-                'official template would drop the calls silently; send content null (or "") '
-                "with tool calls and put the text in a separate assistant message",
-                index=m.index,
-                field="tool_calls",
-            )
+        refuse_text_with_calls(self.name, m)
         if m.content is None or m.tool_calls:
             self._calls(b, m, ns)
         else:

@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..config import GenerationConfig
-from ..errors import UnsupportedFeatureError, ValidationError
+from ..errors import ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
+from .qwen import refuse_text_with_calls
 
 _SOR = "<|start_of_role|>"
 _EOR = "<|end_of_role|>"
@@ -185,14 +186,7 @@ class Granite3(Template):
     def _render_message(self, b: SegmentBuilder, m: Message) -> None:
         trained = m.role == "assistant"
         b.control(_SOR + m.role + _EOR, m.index)
-        if m.tool_calls and m.content:
-            raise UnsupportedFeatureError(
-                f"template {self.name!r} cannot render tool calls together with text: the "
-                'official template would drop the calls silently; send content null (or "") '
-                "with tool calls and put the text in a separate assistant message",
-                index=m.index,
-                field="tool_calls",
-            )
+        refuse_text_with_calls(self.name, m)
         if m.tool_calls:  # content null or "": the model's own '<|tool_call|>' form
             calls = [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]
             b.control("<|tool_call|>", m.index, True)

@@ -64,6 +64,19 @@ def require_text(template: str, m: Message) -> str:
     return m.content
 
 
+def refuse_text_with_calls(template: str, m: Message) -> None:
+    """Templates that write tool calls only for null content would drop them beside text:
+    such a message is refused instead (``""`` counts as null)."""
+    if m.tool_calls and m.content:
+        raise UnsupportedFeatureError(
+            f"template {template!r} cannot render tool calls together with text: the "
+            'official template would drop the calls silently; send content null (or "") '
+            "with tool calls and put the text in a separate assistant message",
+            index=m.index,
+            field="tool_calls",
+        )
+
+
 def require_messages(template: str, conv: Conversation) -> None:
     """Templates that read ``messages[0]`` fail on an empty conversation."""
     if not conv.messages:
