@@ -58,14 +58,14 @@ class CompletionRequest:
             raise ValidationError("must be a list of strings", field="stop")
         object.__setattr__(self, "stop", tuple(dict.fromkeys(s for s in self.stop if s)))
         for name, (integer, low) in _BOUNDS.items():
-            value: Any = getattr(self, name)
+            value = getattr(self, name)
             if value is None:
                 continue
-            kinds: tuple[type, ...] = (int,) if integer else (int, float)
-            if isinstance(value, bool) or not isinstance(value, kinds):
+            wrong = not isinstance(value, int) if integer else not isinstance(value, (int, float))
+            if isinstance(value, bool) or wrong:
                 kind = "an integer" if integer else "a number"
                 raise ValidationError(f"must be {kind}, got {value!r}", field=name)
-            if low is not None and float(value) < low:
+            if low is not None and value < low:
                 raise ValidationError(f"must be at least {low}, got {value!r}", field=name)
         if self.top_p is not None and self.top_p > 1:
             raise ValidationError(f"must be at most 1, got {self.top_p!r}", field="top_p")
