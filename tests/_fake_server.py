@@ -55,7 +55,7 @@ class FakeCompletionsServer:
         if self.mode == "garbage" and not body.get("stream"):
             return web.Response(text="<html>not json</html>", content_type="text/html")
         text, finish = self._next_text(body)
-        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}
+        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}  # chars
         if not body.get("stream"):
             choice = {"index": 0, "text": text, "finish_reason": finish}
             return web.json_response(

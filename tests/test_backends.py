@@ -248,3 +248,18 @@ def test_sync_backend_raises_backend_errors(server: FakeCompletionsServer) -> No
         pytest.raises(BackendHTTPError),
     ):
         list(sync.stream(CompletionRequest("p")))
+
+
+def test_openai_sends_token_ids_only_when_asked(server: FakeCompletionsServer) -> None:
+    server.replies = ["a", "b"]
+    req = CompletionRequest("TEXT", prompt_token_ids=(1, 2, 3))
+    asyncio.run(OpenAICompletionsBackend(server.base_url, model="m").complete(req))
+    asyncio.run(
+        OpenAICompletionsBackend(server.base_url, model="m", send_token_ids=True).complete(req)
+    )
+    assert [r["prompt"] for r in server.requests] == ["TEXT", [1, 2, 3]]
+
+
+def test_request_rejects_bad_token_ids() -> None:
+    with pytest.raises(ValidationError, match="prompt_token_ids: must be a list of token ids"):
+        CompletionRequest("p", prompt_token_ids=(1, -2))

@@ -36,6 +36,10 @@ _BOUNDS: dict[str, tuple[bool, float | None]] = {
 class CompletionRequest:
     """One raw completion: the prompt text, stop words, limits and sampling settings.
 
+    ``prompt_token_ids`` (optional) are the prompt's ids from chatfmt's injection-safe
+    encoding; backends that accept ids send them instead of having the engine tokenize
+    ``prompt`` (which would turn a user's ``<|im_end|>`` into a control token).
+
     ``None`` for a sampling field means "the backend's default". Build one from a
     template's bundled defaults with :meth:`for_template`.
     """
@@ -48,6 +52,7 @@ class CompletionRequest:
     top_k: int | None = None
     seed: int | None = None
     repetition_penalty: float | None = None
+    prompt_token_ids: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):
@@ -57,6 +62,11 @@ class CompletionRequest:
         if isinstance(self.stop, str) or not all(isinstance(s, str) for s in self.stop):
             raise ValidationError("must be a list of strings", field="stop")
         object.__setattr__(self, "stop", tuple(dict.fromkeys(s for s in self.stop if s)))
+        if self.prompt_token_ids is not None:
+            ids = tuple(self.prompt_token_ids)
+            if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+                raise ValidationError("must be a list of token ids", field="prompt_token_ids")
+            object.__setattr__(self, "prompt_token_ids", ids)
         for name, (integer, low) in _BOUNDS.items():
             value = getattr(self, name)
             if value is None:

@@ -38,6 +38,8 @@ class OpenAICompletionsBackend(Backend):
     ``connect_timeout`` bounds connecting; ``read_timeout`` bounds the wait for each
     piece of the answer (not the whole generation). ``extra_body`` is merged into every
     request body (engine-specific fields such as ``skip_special_tokens``).
+    ``send_token_ids``: send a request's ``prompt_token_ids`` (when it has them) as the
+    prompt, as vLLM and SGLang accept, instead of the text.
     """
 
     def __init__(
@@ -51,6 +53,7 @@ class OpenAICompletionsBackend(Backend):
         max_connections: int = 256,
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        send_token_ids: bool = False,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise BackendConnectionError(
@@ -62,6 +65,7 @@ class OpenAICompletionsBackend(Backend):
         self.read_timeout = read_timeout
         self.max_connections = max_connections
         self.extra_body = dict(extra_body or {})
+        self.send_token_ids = send_token_ids
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -101,7 +105,12 @@ class OpenAICompletionsBackend(Backend):
         return self.model
 
     def _body(self, model: str, request: CompletionRequest, stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": model, "prompt": request.prompt, "stream": stream}
+        prompt: Any = (
+            list(request.prompt_token_ids)
+            if request.prompt_token_ids is not None and self.send_token_ids
+            else request.prompt
+        )
+        body: dict[str, Any] = {"model": model, "prompt": prompt, "stream": stream}
         if request.stop:
             body["stop"] = list(request.stop)
         for key in ("max_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty"):
