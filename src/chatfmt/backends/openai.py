@@ -93,7 +93,8 @@ class OpenAICompletionsBackend(Backend):
         self._session = None
 
     # ------------------------------------------------------------------ requests
-    async def _model(self) -> str:
+    async def model_id(self) -> str:
+        """The model name sent with requests (the first one the server lists, unless given)."""
         if self.model is None:
             data = await self._get_json("/models")
             try:
@@ -134,7 +135,7 @@ class OpenAICompletionsBackend(Backend):
             raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
 
     async def complete(self, request: CompletionRequest) -> CompletionResult:
-        model = await self._model()
+        model = await self.model_id()
         url = self.base_url + "/completions"
         try:
             async with self._client().post(url, json=self._body(model, request, False)) as resp:
@@ -148,7 +149,7 @@ class OpenAICompletionsBackend(Backend):
         return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
-        model = await self._model()
+        model = await self.model_id()
         url = self.base_url + "/completions"
         finish: str | None = None
         usage = None
