@@ -18,11 +18,11 @@ from chatfmt.segments import Kind, join
 
 from _support import (
     ROOT,
-    SHARED,
     TOOLS,
     conversations,
     official_render,
     official_source,
+    require_shared,
     texts,
     tool_call_lists,
 )
@@ -43,7 +43,9 @@ def _gguf_default() -> str:
     (The GGUF copy leaves BOS to the tokenizer; the tool_use template and Cohere's later
     GGUFs of the same template, e.g. command-r7b-arabic, start with ``{{ bos_token }}``.)
     """
-    data = json.loads((SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text())
+    data = json.loads(
+        (require_shared() / "reference" / "ollama_gguf_chat_templates.json").read_text()
+    )
     source = next(e["gguf"] for e in data["entries"] if e["model"] == "library/command-r7b:7b")
     return "{{ bos_token }}" + source
 
