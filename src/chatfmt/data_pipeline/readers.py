@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFmtError
+from ..textfile import read_text
 
 
 class DatasetError(ChatFmtError):
@@ -100,7 +101,7 @@ def parquet_files(path: Path) -> list[Path]:
 def load_json_array(path: Path) -> list[Any]:
     """The rows of a ``.json`` dataset (one JSON array)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, error=DatasetError))
     except ValueError as exc:
         raise DatasetError(f"{path}: invalid JSON ({exc})") from None
     if not isinstance(data, list):
