@@ -41,6 +41,7 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "latin.jinja").write_bytes(b"{{ messages[0]['content'] }} caf\xe9")
     (tmp_path / "bin.toml").write_bytes(BINARY)
     (tmp_path / "bin.model").write_bytes(BINARY)
+    (tmp_path / "bin.parquet").write_bytes(BINARY)
     (tmp_path / "bin.tiktoken").write_bytes(BINARY)
     (tmp_path / "conv.json").write_text(json.dumps(CONV), encoding="utf-8")
     (tmp_path / "data.jsonl").write_text(json.dumps({"messages": CONV}) + "\n", encoding="utf-8")
@@ -65,6 +66,10 @@ NOT_TEXT_CASES = [
     (["detect", "{d}/model"], ["tokenizer_config.json", "not UTF-8 text"]),
     (["convert", "{d}/rows.json", "--from", "chatml", "--to", "zephyr", "-o", "{d}/o.jsonl"],
      ["rows.json", "not UTF-8 text"]),
+    (["convert", "{d}/bin.parquet", "--from", "chatml", "--to", "zephyr", "-o", "{d}/o.jsonl"],
+     ["bin.parquet", "not a readable Parquet file"]),
+    (["tokenize", "{d}/bin.parquet", "-t", "chatml", "--tokenizer", "{q}",
+      "-o", "{d}/o.parquet"], ["bin.parquet", "not a readable Parquet file"]),
     (["convert", "{d}/data.jsonl", "--from", "{d}/latin.jinja", "--to", "zephyr",
       "-o", "{d}/o.jsonl"], ["latin.jinja", "not UTF-8 text"]),
     (["tokenize", "{d}/data.jsonl", "-t", "{d}/latin.jinja", "--tokenizer", "{d}/tok",
@@ -82,9 +87,10 @@ NOT_TEXT_CASES = [
 
 @pytest.mark.parametrize(("args", "needles"), NOT_TEXT_CASES)
 def test_files_that_are_not_text_give_one_line(
-    files: Path, args: list[str], needles: list[str]
+    files: Path, shared_dir: Path, args: list[str], needles: list[str]
 ) -> None:
-    result = runner.invoke(app, [a.format(d=files) for a in args])
+    qwen = shared_dir / "tokenizers" / "qwen3"
+    result = runner.invoke(app, [a.format(d=files, q=qwen) for a in args])
     _one_line_error(result, *needles)
 
 
