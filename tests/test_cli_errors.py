@@ -152,6 +152,26 @@ def test_safety_net_keeps_tracebacks_of_bugs(monkeypatch: pytest.MonkeyPatch) ->
     assert isinstance(result.exception, ValueError)
 
 
+def test_closed_output_pipe_ends_quietly() -> None:
+    """`chatfmt templates | head -1`: no error message and no traceback when the reader leaves."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(chatfmt.__file__).parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "chatfmt.cli", "templates"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command writes: its first write finds no reader
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert stderr == ""
+
+
 # ------------------------------------------------------------------ 2. one meaning of -o
 def test_dash_o_is_output_in_every_command() -> None:
     command = typer.main.get_command(app)
