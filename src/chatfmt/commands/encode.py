@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,11 @@ from ._shared import (
     fail,
     template_options,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..tokens.encode import Encoding
 
 #: Styles of the terminal view, by (trained, control).
 STYLES = {
@@ -51,22 +56,17 @@ def dataset_row(path: Path, row: int, split: str | None) -> tuple[Any, Any]:
     raise fail(f"{path}: no row {row} (rows are numbered from 0, as in tokenize's errors file)")
 
 
-def token_records(encoding: Any) -> list[dict[str, Any]]:
-    """One record per token: ``pos``, ``id``, ``text``, ``trained``, ``message``, ``kind``."""
-    return list(encoding.to_table())
-
-
-def plain_view(encoding: Any) -> str:
+def plain_view(encoding: Encoding) -> str:
     """A legend, then the token table (``Encoding.explain``)."""
     return f"{LEGEND_PLAIN}\n\n{encoding.explain()}\n"
 
 
-def terminal_view(encoding: Any, console: Any) -> None:
+def terminal_view(encoding: Encoding, console: Console) -> None:
     """The decoded tokens inline, each styled by trained / control, then a legend."""
     from rich.text import Text
 
     text = Text()
-    for record in token_records(encoding):
+    for record in encoding.to_table():
         piece = str(record["text"]).replace("\n", "↵\n")
         text.append(piece, style=STYLES[(bool(record["trained"]), record["kind"] == "control")])
     console.print(text, end="\n\n", soft_wrap=True, highlight=False)
@@ -184,7 +184,7 @@ def register(app: typer.Typer) -> None:
                 hint = " (use --train-on none or all to see the tokens anyway)"
             raise fail(f"{exc}{hint}") from None
         if as_json:
-            out = {**encoding.to_dict(), "tokens": token_records(encoding)}
+            out = {**encoding.to_dict(), "tokens": encoding.to_table()}
             typer.echo(json.dumps(out, ensure_ascii=False))
             return
         from rich.console import Console
