@@ -189,7 +189,11 @@ def register(app: typer.Typer) -> None:
             return
         from rich.console import Console
 
-        console = Console(force_terminal=color, no_color=color is False, highlight=False)
+        console = Console(
+            force_terminal=color,
+            no_color=True if color is False else None,
+            highlight=False,
+        )
         if color is None:
             color = console.is_terminal and not console.no_color
         if color:
