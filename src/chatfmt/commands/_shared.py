@@ -6,14 +6,13 @@ Error policy of the command line (the safety net in :func:`guarded`, applied to 
   ``OSError`` (missing file, permission, full disk) print one ``error: …`` line, exit 2;
 - a ``UnicodeDecodeError`` or other ``ValueError`` that escaped the input handling prints one
   line too, marked *unexpected* with the exception type, so it is reported rather than hidden;
-- a closed output pipe (``chatfmt templates | head -1``) ends quietly with exit code 1;
+- a closed output pipe (``chatfmt templates | head -1``) is left to click: quiet, exit code 1;
 - anything else is a bug in chatfmt and keeps its traceback. ``CHATFMT_DEBUG=1`` shows the
   traceback for every error.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -61,9 +60,8 @@ def guarded(func: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except BrokenPipeError:  # the reader went away (`chatfmt templates | head -1`)
-            _silence_stdout()
-            raise typer.Exit(code=1) from None
+        except BrokenPipeError:  # the reader went away: click ends quietly with exit code 1
+            raise
         except (ChatFmtError, OSError, ValueError) as exc:
             message = error_line(exc)
             if message is None or os.environ.get("CHATFMT_DEBUG"):
@@ -71,13 +69,6 @@ def guarded(func: F) -> F:
             raise fail(message) from None
 
     return run  # type: ignore[return-value]
-
-
-def _silence_stdout() -> None:
-    """Point standard output at /dev/null, so the exit does not fail to flush a closed pipe."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
 
 
 def read_input_text(source: str) -> str:
