@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import TemplateError
 from ..template import Template
+from ..textfile import read_text
 from .recognize import Recognition, recognize
 from .template import SPECIAL_TOKEN_NAMES, JinjaTemplate, _token_text, source_hash
 
@@ -80,8 +81,8 @@ def _pick(chat_template: Any, where: str) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_text(path, error=TemplateError))
+    except ValueError as exc:
         raise TemplateError(f"{path}: cannot read JSON ({exc})") from None
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: expected a JSON object")
@@ -114,7 +115,7 @@ def read_model_dir(path: Path) -> JinjaSource:
     tokens.update(_special_tokens(config))
     jinja = path / "chat_template.jinja"
     if jinja.is_file():
-        return JinjaSource(jinja.read_text(encoding="utf-8"), tokens, str(jinja))
+        return JinjaSource(read_text(jinja, error=TemplateError), tokens, str(jinja))
     cj = path / "chat_template.json"
     if cj.is_file():
         return JinjaSource(_pick(_read_json(cj).get("chat_template"), str(cj)), tokens, str(cj))
@@ -176,7 +177,7 @@ def read_path(path: Path) -> JinjaSource | None:
         return None
     suffix = path.suffix.lower()
     if suffix in (".jinja", ".j2", ".jinja2"):
-        return JinjaSource(path.read_text(encoding="utf-8"), {}, str(path))
+        return JinjaSource(read_text(path, error=TemplateError), {}, str(path))
     if suffix == ".gguf":
         return read_gguf(path)
     if path.name == "tokenizer_config.json":
