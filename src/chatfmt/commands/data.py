@@ -43,7 +43,11 @@ def tokenize_cmd(
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Output folder: part-00000.parquet … and _summary.json (errors: OUT.errors.jsonl).",
+        ),
     ],
     workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Worker processes.")] = 1,
     max_length: Annotated[
@@ -89,9 +93,17 @@ def tokenize_cmd(
             "--no-pin", help="Let the OS move workers between CPUs (default: one CPU each)."
         ),
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace the output folder of a previous tokenize run."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
+    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet.
+
+    Exit status: 0 when rows were written, 1 when none were (every row rejected, or no
+    rows), 2 when the run failed (nothing is left behind).
+    """
     from ..tokens.encode import TRAIN_ON
 
     if train_on not in TRAIN_ON:
@@ -114,6 +126,7 @@ def tokenize_cmd(
             "errors_path": errors_file,
             "options": _options(option),
             "split": split,
+            "overwrite": overwrite,
         }
         if engine == "ray":
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
@@ -135,6 +148,14 @@ def tokenize_cmd(
     except ChatFmtError as exc:
         raise _fail(str(exc)) from None
     typer.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.report())
+    if not summary.samples_out:
+        why = (
+            f"all {summary.samples_in} rows were rejected (see {summary.errors_file})"
+            if summary.samples_in
+            else "the input has no rows"
+        )
+        typer.secho(f"error: no rows were written: {why}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1)
 
 
 def convert_cmd(
