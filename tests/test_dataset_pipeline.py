@@ -208,6 +208,11 @@ def test_output_must_be_a_new_or_previous_output_folder(tmp_path: Path, qwen: Pa
     ):
         run(tmp_path / "train.parquet")
     assert not (tmp_path / "train.parquet").exists()
+    with pytest.raises(DatasetError, match="must be outside the output folder"):
+        run(tmp_path / "new", errors_path=tmp_path / "new" / "errors.jsonl")
+    with pytest.raises(DatasetError, match="name a new folder"):
+        run(Path("."), overwrite=True)
+    assert not (tmp_path / "new").exists()
     (tmp_path / "file").write_text("x")
     with pytest.raises(DatasetError, match="not a folder"):
         run(tmp_path / "file", overwrite=True)

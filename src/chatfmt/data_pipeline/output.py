@@ -39,12 +39,35 @@ def part_name(index: int, count: int) -> str:
     return f"part-{index:0{max(5, len(str(count - 1)))}d}.parquet"
 
 
-def check_output(out: Path, *, overwrite: bool = False) -> None:
+def output_paths(output: str | Path, errors: str | Path | None) -> tuple[Path, Path]:
+    """The output folder and the errors file (default ``OUT.errors.jsonl`` beside it)."""
+    out = Path(output)
+    if out.name in ("", ".."):
+        raise DatasetError(f"{out}: name a new folder for the output, e.g. -o train")
+    return out, Path(errors) if errors else default_errors_path(out)
+
+
+def default_errors_path(output: Path) -> Path:
+    """``OUT.errors.jsonl`` beside the output (its suffix replaced)."""
+    name = output.name
+    for suffix in (".parquet", ".pq", ".jsonl", ".json"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return output.with_name(name + ".errors.jsonl")
+
+
+def check_output(out: Path, errors_path: Path, *, overwrite: bool = False) -> None:
     """Refuse an output path that would lose or mix data; call before any work.
 
-    ``OUT`` must name a folder (not ``*.parquet``); an existing non-empty folder is replaced
-    only with ``overwrite``, and only if it holds nothing but a previous run's output.
+    ``OUT`` must name a folder (not ``*.parquet``, not ``.``); an existing non-empty folder is
+    replaced only with ``overwrite``, and only if it holds nothing but a previous run's
+    output. The errors file must lie outside it.
     """
+    if errors_path.resolve().is_relative_to(out.resolve()):
+        raise DatasetError(
+            f"{errors_path}: the errors file must be outside the output folder {out}"
+        )
     suffix = out.suffix.lower()
     if suffix in _PARQUET_SUFFIXES:
         raise DatasetError(
@@ -135,7 +158,9 @@ def commit_output(
     )
     if not staging.errors.exists():
         staging.errors.touch()
-    check_output(out, overwrite=overwrite)  # again: the folder may have changed meanwhile
+    check_output(
+        out, errors_path, overwrite=overwrite
+    )  # again: the folder may have changed meanwhile
     os.replace(staging.errors, errors_path)
     old = out.with_name(f".{out.name}.old-{os.getpid()}")
     if out.exists():

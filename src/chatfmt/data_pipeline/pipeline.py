@@ -31,7 +31,8 @@ from ..errors import ChatFmtError, TokenizationError
 from ..template import Template
 from ..tokens.encode import Encoding, SequenceTooLongError, encode_batch
 from ..tokens.tokenizer import Tokenizer, load_tokenizer
-from .output import check_output, commit_output, staged_output
+from .output import check_output, commit_output, output_paths, staged_output
+from .output import default_errors_path as default_errors_path  # convert imports it from here
 from .readers import (
     DatasetError,
     RowTooDeepError,
@@ -406,16 +407,6 @@ def OUTPUT_SCHEMA() -> Any:
     )
 
 
-def default_errors_path(output: Path) -> Path:
-    """``OUT.errors.jsonl`` beside the output (its suffix replaced)."""
-    name = output.name
-    for suffix in (".parquet", ".pq", ".jsonl", ".json"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return output.with_name(name + ".errors.jsonl")
-
-
 def tokenize_dataset(
     input_path: str | Path,
     output_path: str | Path,
@@ -454,9 +445,9 @@ def tokenize_dataset(
     if overflow != "error" and max_length is None:
         raise TokenizationError(f"overflow={overflow!r} needs max_length")
     started = time.perf_counter()
-    src, out = Path(input_path), Path(output_path)
-    err_path = Path(errors_path) if errors_path else default_errors_path(out)
-    check_output(out, overwrite=overwrite)
+    src = Path(input_path)
+    out, err_path = output_paths(output_path, errors_path)
+    check_output(out, err_path, overwrite=overwrite)
     input_kind(src)  # an unknown input type fails here, before any work
     config = TokenizeConfig(
         template=get_template(template),

@@ -28,13 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizationError
-from .output import check_output, commit_output, staged_output
+from .output import check_output, commit_output, output_paths, staged_output
 from .pipeline import (
     OUTPUT_SCHEMA,
     WRITE_OPTIONS,
     Summary,
     TokenizeConfig,
-    default_errors_path,
     process_chunk,
     settings_record,
     summary_record,
@@ -264,9 +263,9 @@ def tokenize_dataset_ray(
     if overflow != "error" and max_length is None:
         raise TokenizationError(f"overflow={overflow!r} needs max_length")
     started = time.perf_counter()
-    src, out = Path(input_path), Path(output_dir)
-    err_path = Path(errors_path) if errors_path else default_errors_path(out)
-    check_output(out, overwrite=overwrite)
+    src = Path(input_path)
+    out, err_path = output_paths(output_dir, errors_path)
+    check_output(out, err_path, overwrite=overwrite)
     input_kind(src)
     policy = {
         "max_length": max_length,
