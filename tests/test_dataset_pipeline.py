@@ -252,6 +252,8 @@ def test_a_failed_run_leaves_nothing_behind(
     with pytest.raises(DatasetError, match="cannot read the input"):
         tokenize_dataset(unreadable, tmp_path / "b", template="chatml", tokenizer=qwen)
     unreadable.unlink()
+    with pytest.raises(DatasetError, match="cannot create the output"):
+        tokenize_dataset(src, tmp_path / "in.jsonl" / "out", template="chatml", tokenizer=qwen)
     out = tmp_path / "out"
     tokenize_dataset(src, out, template="chatml", tokenizer=qwen, progress=False)
     before = sorted(tmp_path.iterdir()), _read(out)

@@ -109,10 +109,13 @@ def staged_output(out: Path, errors_path: Path) -> Iterator[Staging]:
         folder=out.with_name(f".{out.name}.{tag}"),
         errors=errors_path.with_name(f".{errors_path.name}.{tag}"),
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    errors_path.parent.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(staging.folder, ignore_errors=True)  # left by a killed run with this pid
-    staging.folder.mkdir()
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        errors_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging.folder, ignore_errors=True)  # left by a killed run with this pid
+        staging.folder.mkdir()
+    except OSError as exc:
+        raise DatasetError(f"{out}: cannot create the output ({exc.strerror or exc})") from None
     try:
         yield staging
     except BaseException:
