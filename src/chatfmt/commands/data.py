@@ -101,8 +101,7 @@ def tokenize_cmd(
 ) -> None:
     """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet.
 
-    Exit status: 0 when rows were written, 1 when none were (every row rejected, or no
-    rows), 2 when the run failed (nothing is left behind).
+    Exit status: 0 rows written; 1 no row written (all rejected, or none); 2 failed, no output.
     """
     from ..tokens.encode import TRAIN_ON
 
