@@ -378,6 +378,11 @@ def main() -> None:
         default=300,
         help="conversations timed for transformers tokenize=True",
     )
+    ap.add_argument(
+        "--pipeline-only",
+        action="store_true",
+        help="time only the dataset pipeline (1 vs 2 workers) and stop",
+    )
     args = ap.parse_args()
 
     import chatfmt
@@ -410,11 +415,12 @@ def main() -> None:
                 before = os.times()
                 s = tokenize_dataset(
                     src,
-                    Path(tmp) / f"out{workers}.parquet",
+                    Path(tmp) / f"out{workers}",  # a folder of part files
                     template=tpl,
                     tokenizer=tok,
                     workers=workers,
                     progress=False,
+                    overwrite=True,
                 )
                 assert s.samples_out == n, s.report()
                 after = os.times()
@@ -425,6 +431,15 @@ def main() -> None:
         pipe[workers] = add(
             "pipeline", f"chatfmt tokenize, {workers} worker(s) (JSONL→Parquet)", pipe[workers]
         )
+    if args.pipeline_only:
+        print(f"{n} conversations, {os.cpu_count()} CPUs, template {tpl.name}")
+        for group, name, rate in rows:
+            print(f"| {group} | {name} | {rate:,.0f} |")
+        print(f"pipeline 2 workers vs 1: {pipe[2] / pipe[1]:.2f}×")
+        print(
+            f"  (context: CPU seconds of the 2-worker run / the 1-worker run): {cpu[2] / cpu[1]:.2f}×"
+        )
+        return
 
     from tokenizers import Tokenizer as RawTokenizer
     from transformers import PreTrainedTokenizerFast

@@ -292,12 +292,10 @@ def test_sharegpt_conflicting_system_goes_to_errors_file(tmp_path: Path, qwen: A
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     summary = tokenize_dataset(src, out, template="qwen3", tokenizer=qwen, progress=False)
     assert summary.to_dict()["errors"] == 1
-    errors = [
-        json.loads(line) for line in out.with_suffix(".errors.jsonl").read_text().splitlines()
-    ]
+    errors = [json.loads(line) for line in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
     assert [e["row"] for e in errors] == [0]
     assert "different system turn" in errors[0]["reason"]
 
@@ -315,11 +313,9 @@ def test_cli_train_on_help_and_values(tmp_path: Path, qwen: Any) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}]}) + "\n")
     base = ["tokenize", str(src), "-t", "qwen3", "--tokenizer", str(QWEN), "--no-progress"]
-    bad = runner.invoke(app, [*base, "-o", str(tmp_path / "b.parquet"), "--train-on", "bogus"])
+    bad = runner.invoke(app, [*base, "-o", str(tmp_path / "b"), "--train-on", "bogus"])
     assert bad.exit_code == 2 and "none" in bad.output
-    ok = runner.invoke(
-        app, [*base, "-o", str(tmp_path / "n.parquet"), "--train-on", "none", "--json"]
-    )
+    ok = runner.invoke(app, [*base, "-o", str(tmp_path / "n"), "--train-on", "none", "--json"])
     assert ok.exit_code == 0, ok.output
     summary = json.loads(ok.output)
     assert summary["samples_out"] == 1 and summary["errors"] == 0

@@ -36,7 +36,11 @@ def tokenize_cmd(
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Output folder: part-00000.parquet … and _summary.json (errors: OUT.errors.jsonl).",
+        ),
     ],
     workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Worker processes.")] = 1,
     max_length: Annotated[
@@ -85,9 +89,16 @@ def tokenize_cmd(
             "--no-pin", help="Let the OS move workers between CPUs (default: one CPU each)."
         ),
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace the output folder of a previous tokenize run."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
+    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet.
+
+    Exit status: 0 rows written; 1 no row written (all rejected, or none); 2 failed, no output.
+    """
     from ..tokens.encode import TRAIN_ON
 
     if train_on not in TRAIN_ON:
@@ -110,6 +121,7 @@ def tokenize_cmd(
             "errors_path": errors_file,
             "options": template_options(option, reserved=_TOKENIZE_RESERVED),
             "split": split,
+            "overwrite": overwrite,
         }
         if engine == "ray":
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
@@ -131,6 +143,14 @@ def tokenize_cmd(
     except ChatFmtError as exc:
         raise _fail(str(exc)) from None
     typer.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.report())
+    if not summary.samples_out:
+        why = (
+            f"all {summary.samples_in} rows were rejected (see {summary.errors_file})"
+            if summary.samples_in
+            else "the input has no rows"
+        )
+        typer.secho(f"error: no rows were written: {why}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1)
 
 
 def convert_cmd(
