@@ -18,7 +18,7 @@ def get_template(template: str | Path | Template) -> Template:
 
 
 def list_templates() -> list[Template]:
-    """All registered templates, in registration order."""
+    """All registered templates, sorted by name."""
     return list(REGISTRY)
 
 

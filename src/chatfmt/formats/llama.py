@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -413,9 +412,12 @@ class Llama33Template(Llama31Template):
     official_templates = ("meta-llama-Llama-3.3-70B-Instruct.jinja",)
 
 
-LLAMA2 = register(Llama2Template())
-LLAMA2_SEED = register(Llama2SeedTemplate())
-LLAMA3 = register(Llama3Template())
-LLAMA31 = register(Llama31Template())
-LLAMA32 = register(Llama32Template())
-LLAMA33 = register(Llama33Template())
+LLAMA2 = Llama2Template()
+LLAMA2_SEED = Llama2SeedTemplate()
+LLAMA3 = Llama3Template()
+LLAMA31 = Llama31Template()
+LLAMA32 = Llama32Template()
+LLAMA33 = Llama33Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (LLAMA2, LLAMA2_SEED, LLAMA3, LLAMA31, LLAMA32, LLAMA33)

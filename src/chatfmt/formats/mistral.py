@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -567,8 +566,11 @@ class DevstralTemplate(Template):
         return b.segments
 
 
-MISTRAL_V1 = register(MistralV1Template())
-MISTRAL_V3 = register(MistralV3Template())
-MISTRAL_V3_TEKKEN = register(MistralV3TekkenTemplate())
-MISTRAL_V7 = register(MistralV7Template())
-DEVSTRAL = register(DevstralTemplate())
+MISTRAL_V1 = MistralV1Template()
+MISTRAL_V3 = MistralV3Template()
+MISTRAL_V3_TEKKEN = MistralV3TekkenTemplate()
+MISTRAL_V7 = MistralV7Template()
+DEVSTRAL = DevstralTemplate()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (MISTRAL_V1, MISTRAL_V3, MISTRAL_V3_TEKKEN, MISTRAL_V7, DEVSTRAL)
