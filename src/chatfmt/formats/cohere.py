@@ -276,6 +276,7 @@ class CommandR(Template):
         "<results>",
         "</results>",
     )
+    text_control_tokens = ("<results>", "</results>")  # plain text to its tokenizer
     generation_config = GenerationConfig(
         session_len=131072,
         stop_words=(_EOT,),

@@ -58,6 +58,7 @@ class Llama2Template(Template):
     )
     official_templates = ("meta-llama-Llama-2-7b-chat-hf.jinja",)
     control_tokens = ("<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>")
+    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the Llama 2 tokenizer
     generation_config = GenerationConfig(
         session_len=4096, stop_words=("</s>",), top_p=0.9, temperature=0.6
     )
@@ -110,6 +111,7 @@ class Llama2SeedTemplate(Template):
     description = "Llama 2 as drawn in the ChatML overview seed (newlines around [/INST])."
     source = "seed: ChatML overview (Llama2 ChatML)"
     control_tokens = Llama2Template.control_tokens
+    text_control_tokens = Llama2Template.text_control_tokens
     generation_config = GenerationConfig(session_len=4096, stop_words=("</s>",))
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:

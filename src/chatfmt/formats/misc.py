@@ -156,6 +156,8 @@ STARCHAT = SpecTemplate(
 VICUNA_NEWLINE.official_templates = ("llamacpp-eachadea-vicuna-13b-1.1.jinja",)
 ORCA_VICUNA.official_templates = ("llamacpp-Orca-Vicuna.jinja",)
 ZEPHYR.official_templates = ("ollama-tinyllama-1.1b.jinja",)
+# Zephyr's and TinyLlama's tokenizers have no special tokens for its role markers:
+ZEPHYR.text_control_tokens = ("<|system|>", "<|user|>", "<|assistant|>")
 
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
 TEMPLATES: tuple[Template, ...] = (BAICHUAN2, VICUNA, VICUNA_NEWLINE, ORCA_VICUNA, ZEPHYR, STARCHAT)

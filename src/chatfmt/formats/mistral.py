@@ -261,6 +261,7 @@ class MistralV1Template(Template):
     source = "official Jinja: mistralai-Mistral-7B-Instruct-v0.2.jinja (llama.cpp test case)"
     official_templates = ("mistralai-Mistral-7B-Instruct-v0.2.jinja",)
     control_tokens = (BOS, EOS, "[INST]", "[/INST]")
+    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the v1 tokenizer (v3 has them)
     generation_config = GenerationConfig(
         session_len=32768, stop_words=(EOS,), top_p=1.0, temperature=0.7
     )
