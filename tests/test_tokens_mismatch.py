@@ -120,6 +120,25 @@ def test_the_pair_is_checked_once() -> None:
     assert first is fit(tpl, qwen)
     assert "<|begin_of_text|>" in first.written and first.pattern is not None
     assert fit(chatfmt.get_template("qwen3"), qwen).pattern is None
+    # The cache does not keep a template alive.
+    import gc
+    import weakref
+
+    spec = chatfmt.SpecTemplate(
+        chatfmt.TemplateSpec(
+            name="mismatch-test",
+            roles={
+                "user": chatfmt.RoleFormat("<|im_start|>user\n", "<|im_end|>\n"),
+                "assistant": chatfmt.RoleFormat("<|im_start|>assistant\n", "<|im_end|>\n"),
+            },
+            control_tokens=("<|im_start|>", "<|im_end|>"),
+        )
+    )
+    assert fit(spec, qwen).written == ()
+    ref = weakref.ref(spec)
+    del spec
+    gc.collect()
+    assert ref() is None
 
 
 def test_jinja_templates_require_only_their_config_tokens() -> None:

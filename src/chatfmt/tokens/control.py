@@ -11,6 +11,7 @@ that the template writes must encode to exactly one special id.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -145,22 +146,37 @@ class Fit:
 
 
 def fit(template: Template, tok: Tokenizer) -> Fit:
-    """The :class:`Fit` of the pair, computed once per (template, tokenizer)."""
-    cache: dict[int, tuple[Template, Fit]] = tok.__dict__.setdefault("_chatfmt_fit_cache", {})
+    """The :class:`Fit` of the pair, computed once per (template, tokenizer).
+
+    Cached on the tokenizer by ``id`` with a weak reference to the template, so a dropped
+    template is not kept alive, and a new one that reuses its ``id`` is not mistaken for it.
+    """
+    cache: dict[int, tuple[weakref.ref[Template], Fit]] = tok.__dict__.setdefault(
+        "_chatfmt_fit_cache", {}
+    )
     hit = cache.get(id(template))
-    if hit is not None and hit[0] is template:
+    if hit is not None and hit[0]() is template:
         return hit[1]
+    found = _fit(template, tok)
+    try:
+        ref = weakref.ref(template)
+    except TypeError:  # not weakly referenceable (a subclass with __slots__): no cache
+        return found
+    if len(cache) >= _FIT_CACHE_LIMIT:  # drop the entries of templates that are gone
+        for key in [k for k, (r, _) in cache.items() if r() is None]:
+            del cache[key]
+    cache[id(template)] = (ref, found)
+    return found
+
+
+def _fit(template: Template, tok: Tokenizer) -> Fit:
     missing = tuple(t for t in required_tokens(template) if not _one_special(tok, t))
     pattern = pattern_of(frozenset(missing))
     written: tuple[str, ...] = ()
     if pattern is not None:
         seen = [m.group() for text in _probe_control_text(template) for m in pattern.finditer(text)]
         written = tuple(dict.fromkeys(seen))
-    result = Fit(missing, pattern, written)
-    if len(cache) >= _FIT_CACHE_LIMIT:
-        cache.clear()
-    cache[id(template)] = (template, result)
-    return result
+    return Fit(missing, pattern, written)
 
 
 def mismatch_error(template: Template, tok: Tokenizer, token: str) -> TokenizationError:
