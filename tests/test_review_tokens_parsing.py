@@ -22,7 +22,7 @@ from chatfmt.parsing.llama3 import Llama3JsonParser
 from chatfmt.parsing.mistral import MistralParser
 from chatfmt.spec import SpecTemplate, spec_from_dict
 from chatfmt.tokens import encode, encode_batch, load_tokenizer
-from chatfmt.tokens.encode import _special_pattern
+from chatfmt.tokens.control import pattern_of as _special_pattern
 
 from _support import SHARED
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import ChatFmtError, TokenizationError
 from ..template import Template
+from ..tokens.control import check_tokenizer
 from ..tokens.encode import Encoding, SequenceTooLongError, encode_batch
 from ..tokens.tokenizer import Tokenizer, load_tokenizer
 from .output import check_output, commit_output, output_paths, staged_output
@@ -458,6 +459,7 @@ def tokenize_dataset(
         on_special=on_special,
         options=dict(options or {}),
     )
+    check_tokenizer(config.template, config.tokenizer)  # a wrong tokenizer: one error, not per row
     summary = Summary(
         output=str(out),
         errors_file=str(err_path),

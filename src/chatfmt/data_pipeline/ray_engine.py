@@ -262,6 +262,9 @@ def tokenize_dataset_ray(
         raise TokenizationError("the Ray engine needs the tokenizer as a path (workers load it)")
     if overflow != "error" and max_length is None:
         raise TokenizationError(f"overflow={overflow!r} needs max_length")
+    from ..tokens.control import check_tokenizer
+
+    check_tokenizer(template, tokenizer)  # a wrong tokenizer: one error, not one per row
     started = time.perf_counter()
     src = Path(input_path)
     out, err_path = output_paths(output_dir, errors_path)

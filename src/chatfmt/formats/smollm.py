@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
-from ..registry import register
 from ..segments import Segment
 from ..template import RenderContext, Template
 from .qwen import IM_END, IM_START, require_text
@@ -127,4 +126,7 @@ class SmolLM3Template(Template):
             )
 
 
-SMOLLM3 = register(SmolLM3Template())
+SMOLLM3 = SmolLM3Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (SMOLLM3,)

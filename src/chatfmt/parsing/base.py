@@ -271,8 +271,10 @@ REASONING_PARSERS: dict[str, Callable[..., FormatParser]] = {}
 
 
 def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatParser]:
+    """Add a tool parser under its name and aliases; a name taken by another parser is an error."""
     for key in (cls.name, *aliases):
-        TOOL_PARSERS[key] = cls
+        if TOOL_PARSERS.setdefault(key, cls) is not cls:
+            raise ChatFmtError(f"tool parser name {key!r} is taken by {TOOL_PARSERS[key].__name__}")
     return cls
 
 
