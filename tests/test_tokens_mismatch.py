@@ -158,7 +158,7 @@ def test_cli_tokenize_with_a_wrong_tokenizer_is_one_line(tmp_path: Path) -> None
 
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"messages": CHAT}) + "\n", encoding="utf-8")
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     args = ["tokenize", str(src), "-t", "llama3.1", "--no-progress", "-o", str(out)]
     res = CliRunner().invoke(app, [*args, "--tokenizer", str(_need(TOK / "qwen3"))])
     assert res.exit_code != 0
