@@ -17,7 +17,7 @@ from .errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from .parsing import StreamParser, merge_deltas, parse
+from .parsing import ParsedMessage, StreamParser, merge_deltas, parse
 from .protocol import Conversation, Message, Tool, ToolCall, validate_conversation
 from .registry import REGISTRY, register
 from .segments import Kind, Segment
@@ -50,6 +50,7 @@ __all__ = [
     "Kind",
     "Message",
     "ParseError",
+    "ParsedMessage",
     "RenderContext",
     "RoleFormat",
     "RoleOrderError",
