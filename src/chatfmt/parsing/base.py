@@ -483,19 +483,31 @@ def _make_plan(
     family = set(tool_cls.special_markers) | set(getattr(tool_cls, "starts", {}) or ())
     if reasoning is not None:
         family.update(getattr(reasoning, "special_markers", ()))
-    words = end_of_turn_markers(tpl, family)
+    words = _end_markers(tpl, family)
     return _Plan(
         tool_cls=tool_cls,
         reasoning=reasoning,
         markers=frozenset(family | set(words)),
         prefilled=_prefilled(tpl, tpl_opts) if reasoning is not None else None,
-        end_markers=MarkerSet(words) if words else None,
+        end_markers=MarkerSet(words, words) if words else None,
         after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",
     )
 
 
-def end_of_turn_markers(tpl: Any, family_markers: Iterable[str] = ()) -> tuple[str, ...]:
-    """The template's end-of-turn markers: its stop words, except the family parser's own markup."""
+def end_of_turn_markers(template: Any, **options: Any) -> tuple[str, ...]:
+    """The end-of-turn markers a parse for ``template`` (name or object) ends the turn at.
+
+    They are the template's ``generation_config.stop_words`` except any that the
+    family's parsers read as their own markup; ``()`` for a bare parser name.
+    """
+    opts = dict(options)
+    tool_name, reasoning_name, tpl = _resolve(template, opts.pop("parser", None), opts)
+    plan = _plan(tpl, tool_name, reasoning_name, _check_options(tpl, opts))
+    return plan.end_markers.markers if plan.end_markers is not None else ()
+
+
+def _end_markers(tpl: Any, family_markers: Iterable[str] = ()) -> tuple[str, ...]:
+    """The template's stop words, except the family parser's own markup."""
     if tpl is None:
         return ()
     own = set(family_markers)
