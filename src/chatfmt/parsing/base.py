@@ -19,7 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from ..api import get_template
 from ..errors import ChatFmtError, ParseError
+from ..registry import REGISTRY
+from ..template import Template
 from .end_of_turn import EndOfTurn
 from .markers import MarkerSet
 from .special import SpecialTokens
@@ -359,16 +362,10 @@ def _resolve(
     ``reasoning_parser`` (popped from ``options``) overrides that choice; ``None``
     turns reasoning parsing off.
     """
-    from . import _families  # noqa: F401  (registers the family parsers)
-
     tpl = None
     tool: str | None = parser
     reasoning: str | None = None
     if template is not None:
-        from ..api import get_template
-        from ..registry import REGISTRY
-        from ..template import Template
-
         if isinstance(template, Template):
             tpl = template
         elif isinstance(template, str) and template not in REGISTRY and template in TOOL_PARSERS:

@@ -17,17 +17,25 @@ marker spelled by ordinary tokens is text (:mod:`.special`).
 
 from __future__ import annotations
 
-from .markers import MarkerSet
+from .markers import MarkerSet, RealCheck
 from .special import SpecialTokens
+
+
+def _shifted(budget: SpecialTokens, base: int) -> RealCheck:
+    """``budget.is_real`` for positions counted from stream offset ``base``."""
+    return lambda marker, pos: budget.is_real(marker, base + pos)
 
 
 class EndOfTurn:
     """Splits a stream at its first end-of-turn marker (see module doc)."""
 
-    __slots__ = ("_after", "_budget", "_held", "_markers", "_offset", "_trailing", "seen")
+    __slots__ = ("_after", "_budget", "_first", "_held", "_markers", "_offset", "_trailing", "seen")
 
     def __init__(self, markers: MarkerSet | None, after: str, budget: SpecialTokens) -> None:
         self._markers = markers
+        self._first = (
+            frozenset(m[0] for m in markers.markers) if markers is not None else frozenset()
+        )
         self._after = after
         self._budget = budget
         self._held = ""  # undecided text: a possible start of a marker
@@ -46,7 +54,12 @@ class EndOfTurn:
             return text
         buf = self._held + text if self._held else text
         base = self._offset
-        found = markers.search(buf, 0, lambda m, p: self._budget.is_real(m, base + p))
+        if self._first.isdisjoint(buf):  # no marker can start here: all of it is the turn's
+            self._held = ""
+            self._offset = base + len(buf)
+            return buf
+        budget = self._budget
+        found = markers.search(buf, 0, budget.is_real if not base else _shifted(budget, base))
         if found is not None:
             at, marker = found
             self.seen = True
