@@ -137,7 +137,10 @@ NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
     for opts in variants
 }
 
-#: (template, turn kind, check) failing today because of a family parser bug another branch fixes.
+#: (template, turn kind, "whole" | "stream") failing because of a family parser bug that another
+#: branch fixes, with the reason "fixed on h/<branch>". Empty: none of the bugs being fixed on
+#: h/parser-fixes (GLM-4.5 stray "\n" delta, smollm3 tool parser, granite3 thinking, GLM-4.5 cut
+#: closing tag, duplicate <think>) shows in this property today.
 KNOWN_PARSER_BUGS: dict[tuple[str, str, str], str] = {}
 
 
@@ -251,11 +254,15 @@ def test_not_a_continuation_list_is_exact() -> None:
     assert sorted(NOT_CONTINUATIONS) == sorted(NOT_A_CONTINUATION)
 
 
-def test_every_template_with_a_parser_is_covered() -> None:
+def test_every_template_is_covered() -> None:
+    """Every chat template has cases; those with a tool parser have tool-call cases."""
     covered = {c.name for c in CASES}
-    with_parser = {t.name for t in chatfmt.list_templates() if t.tool_parser or t.reasoning_parser}
-    skipped = {k[0] for k in NOT_A_CONTINUATION}
-    assert with_parser - covered <= skipped
+    chat = {t.name for t in chatfmt.list_templates() if t.generation_config.capability == "chat"}
+    not_continued = {name for name, _, _ in NOT_A_CONTINUATION}
+    assert chat - covered <= not_continued  # only templates listed there, each with its reason
+    with_calls = {c.name for c in CASES if c.expected[2]}
+    tool_templates = {t.name for t in chatfmt.list_templates() if t.tool_parser}
+    assert tool_templates - with_calls <= not_continued
     assert {c.kind for c in CASES} == set(TURNS)
 
 
