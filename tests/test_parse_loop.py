@@ -74,9 +74,7 @@ TURNS: dict[str, dict[str, Any]] = {
 }
 TRAILING = "Hallucinated next turn: what about Rome?"
 
-_ALL = tuple(TURNS)
 _CALLS = ("call", "text+call", "two calls")
-_THINKING_OPTS = ("", "enable_thinking=True", "enable_thinking=False")
 #: (template, turn kinds, option variants, reason): the rendered turn does not start with the
 #: generation prompt, so a model prompted that way never writes it and the property is undefined.
 _NOT_A_CONTINUATION = [
@@ -88,46 +86,19 @@ _NOT_A_CONTINUATION = [
         "the generation prompt opens an empty thinking block that the rendered answer has not",
     ),
     (
-        "deepseek-r1-distill-llama",
-        ("plain", "reasoning", "call", "two calls"),
-        ("",),
-        "the generation prompt prefills <think>; the final turn is rendered without it",
-    ),
-    (
-        "deepseek-r1-distill-qwen",
-        _ALL,
-        _THINKING_OPTS,
-        "the generation prompt prefills <think>; the final turn is rendered without it",
-    ),
-    (
-        "qwq",
-        _ALL,
-        _THINKING_OPTS,
-        "the generation prompt prefills <think>; the final turn drops it",
-    ),
-    (
         "glm4.7",
         ("plain", *_CALLS),
         ("", "enable_thinking=True"),
         "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
     ),
-    (
-        "glm4.7",
-        ("reasoning",),
-        ("enable_thinking=False",),
-        "thinking off prefills an empty block; a turn with reasoning is rendered with it",
-    ),
-    (
-        "glm4.5",
-        ("reasoning",),
-        ("enable_thinking=False",),
-        "thinking off prefills an empty block; a turn with reasoning is rendered with it",
-    ),
-    (
-        "qwen3",
-        ("reasoning",),
-        ("enable_thinking=False",),
-        "thinking off prefills an empty block; a turn with reasoning is rendered with it",
+    *(
+        (
+            name,
+            ("reasoning",),
+            ("enable_thinking=False",),
+            "thinking off prefills an empty block; a turn with reasoning is rendered with it",
+        )
+        for name in ("glm4.5", "glm4.7", "qwen3")
     ),
 ]
 NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
@@ -182,6 +153,23 @@ def _normalized(msg: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
+#: What a model writes after a generation prompt that prefills a thinking block.
+_AFTER_PREFILL = (
+    ("<think>\n</think>", "\n\n", ""),  # thinking off: an empty block
+    ("<think>\n", "I should answer.\n</think>\n\n", "I should answer."),
+)
+
+
+def _after_think_prefill(prompt: str, full: str) -> tuple[str, str] | None:
+    """(model output, its reasoning) where the prompt prefills ``<think>`` and the rendered turn
+    drops it (DeepSeek-R1 distills, QwQ): the model's reasoning, ``</think>``, then the turn."""
+    for prefill, writes, thought in _AFTER_PREFILL:
+        base = prompt.removesuffix(prefill)
+        if base != prompt and full.startswith(base):
+            return writes + full[len(base) :], thought
+    return None
+
+
 def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
     """The cases, and the (template, kind, options) whose turn does not continue the prompt."""
     cases, not_continuations = [], set()
@@ -198,26 +186,32 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                 except ChatFmtError:
                     continue  # the format cannot express this turn
                 key = (tpl.name, kind, _opts_id(opts))
-                if not full.startswith(prompt):
-                    not_continuations.add(key)
-                    continue
-                out = full[len(prompt) :]
-                content = turn["content"]
-                if content and content not in out:
-                    continue  # the template does not render the text next to calls
-                reasoning = turn.get("reasoning_content")
-                if reasoning and reasoning not in out:
-                    if kind == "reasoning":
-                        continue  # not rendered for the final turn: same as "plain"
-                    reasoning = None
+                if full.startswith(prompt):
+                    out, thought = full[len(prompt) :], None
+                else:
+                    prefilled = _after_think_prefill(prompt, full)
+                    if prefilled is None:
+                        not_continuations.add(key)
+                        continue
+                    out, thought = prefilled
                 hits = [(i, w) for w in words if (i := out.find(w)) >= 0]
-                if hits:
+                if hits:  # the model stops at the first marker
                     at, word = min(hits, key=lambda h: (h[0], -len(h[1])))
                     tail = out[at + len(word) :]
                     after = tail[: len(tail) - len(tail.lstrip(" \t\r\n"))]
                     with_stop, without_stop = out[: at + len(word)] + after, out[:at]
                 else:  # the template writes no marker (ChatGLM): the model does, then stops
                     with_stop, without_stop = out + words[0] if words else out, out
+                content = turn["content"]
+                if content and content not in without_stop:
+                    continue  # the template does not render the text next to calls
+                reasoning = turn.get("reasoning_content")
+                if reasoning and reasoning not in without_stop:
+                    if kind == "reasoning" and thought is None:
+                        continue  # not rendered for the final turn: same as "plain"
+                    reasoning = None
+                if thought:
+                    reasoning = thought
                 expected = _normalized({**turn, "reasoning_content": reasoning})
                 cases.append(Case(tpl.name, kind, opts, out, with_stop, without_stop, expected))
     return cases, not_continuations
