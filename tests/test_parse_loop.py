@@ -24,7 +24,7 @@ import chatfmt
 from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
-from chatfmt.parsing.base import end_of_turn_markers
+from chatfmt.parsing import end_of_turn_markers
 
 WEATHER = {
     "type": "function",

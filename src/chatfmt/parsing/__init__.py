@@ -16,6 +16,7 @@ from .base import (
     Delta,
     ParsedMessage,
     StreamParser,
+    end_of_turn_markers,
     merge_deltas,
     parse,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "Delta",
     "ParsedMessage",
     "StreamParser",
+    "end_of_turn_markers",
     "merge_deltas",
     "parse",
 ]
