@@ -22,9 +22,8 @@ import pytest
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, ParseError
-from chatfmt.parsing import ParsedMessage, StreamParser, merge_deltas, parse
+from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
-from chatfmt.parsing import end_of_turn_markers
 
 WEATHER = {
     "type": "function",
