@@ -203,7 +203,11 @@ def test_registry_and_config() -> None:
 
 # ------------------------------------------------------------------ parsing round trips
 plain_texts = texts().filter(lambda t: "<" not in t and "\\" not in t)
-non_strings = json_values.filter(lambda v: not isinstance(v, str))
+#: Without token ids an end-of-turn marker's text ends the turn wherever it is (docs/parsing.md).
+_END_MARKERS = ("<|user|>", "<|observation|>", "<|endoftext|>")
+non_strings = json_values.filter(
+    lambda v: not isinstance(v, str) and not any(w in json.dumps(v) for w in _END_MARKERS)
+)
 
 
 @given(

@@ -73,6 +73,8 @@ def test_round_trip_tool_calls(name: str, data: st.DataObject) -> None:
         return  # the format cannot express this conversation (e.g. one call per turn)
     if out == plain:
         return  # the template does not render tool calls in the assistant turn
+    if any(w in out for w in tpl.generation_config.stop_words if w):
+        return  # without token ids a quoted end-of-turn marker ends the turn (docs/parsing.md)
     msg = parse(out, tpl, tools=TOOLS, thinking_prefilled=False)
     assert [c.get("error") for c in msg.get("tool_calls", [])] == [None] * len(
         msg.get("tool_calls", [])

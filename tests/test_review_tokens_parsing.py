@@ -15,6 +15,7 @@ import chatfmt
 from chatfmt.data_pipeline import record_to_conversation, tokenize_dataset
 from chatfmt.errors import ParseError, TokenizationError, UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import base as parsing_base
 from chatfmt.parsing.blocks import BlockParser
 from chatfmt.parsing.deepseek import DeepSeekV3Parser
 from chatfmt.parsing.internlm2 import InternLM2Parser
@@ -244,10 +245,13 @@ def test_prefill_probe_swallows_only_chatfmt_errors(monkeypatch: pytest.MonkeyPa
     def bug(*_a: Any, **_k: Any) -> str:
         raise RuntimeError("template bug")
 
+    # The probe runs once per template: a fresh plan cache (restored after the test).
+    monkeypatch.setattr(parsing_base, "_PLANS", type(parsing_base._PLANS)())
     monkeypatch.setattr(type(tpl), "render", unsupported)
     # cannot probe: assume no prefill, so a leading <think> is still recognised
     assert parse("<think>r</think>a", tpl)["reasoning_content"] == "r"
     monkeypatch.setattr(type(tpl), "render", bug)
+    parsing_base._PLANS.clear()
     with pytest.raises(RuntimeError, match="template bug"):
         parse("a", tpl)
 

@@ -15,7 +15,7 @@ from .errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from .parsing import StreamParser, merge_deltas, parse
+from .parsing import ParsedMessage, StreamParser, merge_deltas, parse
 from .protocol import Conversation, Message, Tool, ToolCall, validate_conversation
 from .registry import REGISTRY, register
 from .segments import Kind, Segment
@@ -48,6 +48,7 @@ __all__ = [
     "Kind",
     "Message",
     "ParseError",
+    "ParsedMessage",
     "RenderContext",
     "RoleFormat",
     "RoleOrderError",

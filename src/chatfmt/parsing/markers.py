@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 #: ``real(marker, pos)``: whether the special marker at ``pos`` of the searched text is real.
 RealCheck = Callable[[str, int], bool]
@@ -71,3 +72,9 @@ class MarkerSet:
             return p, marker, p + len(marker)
         end = len(text) - self.held_suffix(text, start)
         return end, None, end
+
+
+@lru_cache(maxsize=256)
+def marker_set(markers: tuple[str, ...], special: frozenset[str] = frozenset()) -> MarkerSet:
+    """A shared :class:`MarkerSet` (immutable; built once per markers and special set)."""
+    return MarkerSet(markers, special)

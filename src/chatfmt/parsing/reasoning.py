@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .base import REASONING_PARSERS, WS, Emitter, FormatParser
-from .markers import MarkerSet
+from .markers import marker_set
 from .special import SpecialTokens
 
 _OPEN, _CLOSE = "<think>", "</think>"
@@ -30,7 +30,7 @@ class ThinkParser(FormatParser):
     ) -> None:
         super().__init__(out, budget, options)
         self.inner = inner
-        self._close = MarkerSet((_CLOSE,), self.special_markers)
+        self._close = marker_set((_CLOSE,), frozenset(self.special_markers))
         self.state = "reasoning" if options.get("thinking_prefilled") else "start"
         self._lead = True  # strip leading whitespace of the reasoning
         self._ws = ""  # held trailing whitespace of the reasoning
