@@ -1,20 +1,21 @@
 """The peer parser cases (vLLM and SGLang test expectations) against chatfmt.parsing.
 
 Every case passes, or differs by a documented policy choice listed in
-``POLICY_DIFFERENCES`` (also in docs/parsing.md). Each case is also run with
-several chunkings; the merged stream must equal ``parse()`` exactly.
+``POLICY_DIFFERENCES`` (also in docs/parsing.md). Each case is also streamed in
+every chunking of ``_streaming.chunkings`` (every single cut of short outputs);
+the merged stream must equal ``parse()`` exactly.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _streaming import chunkings
 from chatfmt.parsing import StreamParser, merge_deltas, parse
 
 from _support import SHARED
@@ -124,16 +125,9 @@ def output_of(case: dict[str, Any]) -> str:
     return case["model_output"]
 
 
-def chunkings(text: str, case: dict[str, Any]) -> list[list[str]]:
-    rnd = random.Random(text)
-    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, 7))) if len(text) > 1 else []
-    rand = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-    out = [
-        [text],
-        [text[i : i + 1] for i in range(len(text))],
-        [text[i : i + 4] for i in range(0, len(text), 4)],
-        rand,
-    ]
+def case_chunkings(text: str, case: dict[str, Any]) -> list[list[str]]:
+    """The shared chunkings (every single cut for short outputs) plus the case's own chunks."""
+    out = list(chunkings(text))
     if "chunks" in case and "".join(case["chunks"]) == text:
         out.append(case["chunks"])
     return out
@@ -192,7 +186,7 @@ def test_peer_case(case: dict[str, Any], shared_dir: Path) -> None:
     parser, tools = parser_of(case), tools_of(case)
     text = output_of(case)
     whole = parse(text, parser=parser, tools=tools, id_factory=ids)
-    for chunks in chunkings(text, case):
+    for chunks in case_chunkings(text, case):
         merged, _ = stream(chunks, parser, tools)
         assert merged == whole, chunks
     problems = mismatches(case, whole, [])
