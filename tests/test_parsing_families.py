@@ -76,3 +76,150 @@ def test_whitespace_is_content_when_text_follows_or_no_call_comes() -> None:
         msg = assert_stream_equals_whole(text, "qwen2.5")
         assert msg["content"] == content
         assert sent_text(stream_deltas([text], "qwen2.5"), "content") == content
+
+
+# ------------------------------------------------------------ item 5a: SmolLM3 calls tools as Hermes
+SMOL_CALL = (
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "options", "reasoning"),
+    [
+        # default (enable_thinking=True): the model opens <think> itself
+        ("<think>\nI need the weather.\n</think>\n" + SMOL_CALL, {}, "I need the weather."),
+        # /no_think: the prompt already wrote "<think>\n\n</think>\n"
+        (SMOL_CALL, {"enable_thinking": False}, None),
+    ],
+)
+def test_smollm3_tool_calls(text: str, options: dict[str, Any], reasoning: str | None) -> None:
+    msg = assert_stream_equals_whole(text, "smollm3", tools=[WEATHER], **options)
+    assert arguments(msg) == [("get_weather", {"city": "Paris", "days": 2}, None)]
+    assert msg["content"] is None
+    assert msg.get("reasoning_content") == reasoning
+
+
+def test_smollm3_plain_answer() -> None:
+    msg = assert_stream_equals_whole(
+        "<think>\nEasy.\n</think>\n\nParis.", "smollm3", tools=[WEATHER]
+    )
+    assert msg == {"role": "assistant", "content": "Paris.", "reasoning_content": "Easy."}
+
+
+# ------------------------------------------------------------ item 5b: Granite 3 thinking
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        (
+            "<think>The user asks 2+2.\n</think>\n<response>\nIt is 4.\n</response>",
+            "The user asks 2+2.",
+            "It is 4.",
+        ),
+        ("<think>a</think><response>b</response>", "a", "b"),
+        # truncated inside the answer, inside the closing tag, inside the reasoning
+        ("<think>a</think><response>The answ", "a", "The answ"),
+        ("<think>a</think><response>b</resp", "a", "b</resp"),
+        ("<think>a</think>\n<resp", "a", "<resp"),
+        ("<think>a lo", "a lo", None),
+        # text after the response is never dropped; a response without reasoning
+        ("<think>a</think><response>b</response>\n\nNote: c", "a", "b\n\nNote: c"),
+        ("<response>only</response>", None, "only"),
+        ("No markup at all.", None, "No markup at all."),
+    ],
+)
+def test_granite3_think_response(text: str, reasoning: str | None, content: str | None) -> None:
+    msg = assert_stream_equals_whole(text, "granite3", thinking=True)
+    assert msg.get("reasoning_content") == reasoning
+    assert msg["content"] == content
+    assert "tool_calls" not in msg
+
+
+def test_granite3_tool_call_inside_the_response() -> None:
+    text = (
+        "<think>Weather needed.</think>\n<response><|tool_call|>"
+        '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]</response>'
+    )
+    msg = assert_stream_equals_whole(text, "granite3", tools=[WEATHER], thinking=True)
+    assert msg["reasoning_content"] == "Weather needed."
+    assert arguments(msg) == [("get_weather", {"city": "Oslo"}, None)]
+    assert msg["content"] is None
+
+
+# ------------------------------------------------------------ item 5c: GLM-4.5 output cut in a tag
+GLM_CALL = (
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+)
+PARIS = ("get_weather", {"city": "Paris"}, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [
+        # cut inside a closing tag: what it closes is complete, the cut tag is text
+        (GLM_CALL.replace("\n</tool_call>", "</tool_"), [PARIS], "</tool_"),
+        (GLM_CALL.removesuffix(">"), [PARIS], "</tool_call"),
+        (GLM_CALL[: GLM_CALL.index("ue>\n</tool")], [PARIS], "</arg_val"),
+        ("Checking." + GLM_CALL.replace("\n</tool_call>", "</"), [PARIS], "Checking.</"),
+        # all pairs closed, no </tool_call>: a valid call (the vLLM case incomplete_no_close_tag)
+        (GLM_CALL.removesuffix("\n</tool_call>"), [PARIS], None),
+    ],
+)
+def test_glm45_cut_in_a_closing_tag(
+    text: str, calls: list[tuple[str, Any, str | None]], content: str | None
+) -> None:
+    msg = assert_stream_equals_whole(text, "glm4.5", tools=[WEATHER])
+    assert arguments(msg) == calls
+    assert msg["content"] == content
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "raw"),
+    [
+        # inside a value, a key's closing tag, <arg_value>: the pair's raw text so far
+        (
+            GLM_CALL[: GLM_CALL.index("Paris") + 3],
+            "get_weather",
+            "<arg_key>city</arg_key><arg_value>Par",
+        ),
+        (GLM_CALL[: GLM_CALL.index("</arg_key>") + 4], "get_weather", "<arg_key>city</ar"),
+        (
+            GLM_CALL[: GLM_CALL.index("<arg_value>") + 6],
+            "get_weather",
+            "<arg_key>city</arg_key><arg_v",
+        ),
+        # a further argument begun: the arguments so far, then its raw text
+        (GLM_CALL.replace("\n</tool_call>", "\n<arg_k"), "get_weather", '{"city": "Paris"<arg_k'),
+        # inside the name line: the name may be cut
+        ("<tool_call>get_wea", "get_wea", ""),
+    ],
+)
+def test_glm45_cut_inside_an_argument_is_a_truncated_call(text: str, name: str, raw: str) -> None:
+    msg = assert_stream_equals_whole(text, "glm4.5")
+    assert [c["function"] for c in msg["tool_calls"]] == [{"name": name, "arguments": raw}]
+    assert [c.get("error") for c in msg["tool_calls"]] == ["truncated"]
+    assert msg["content"] is None
+
+
+# ------------------------------------------------------------ item 5d: prefilled <think> repeated
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        ("<think>\nPlan.\n</think>\n\nAnswer", "Plan.", "Answer"),
+        ("\n<think>Plan.</think>Answer", "Plan.", "Answer"),
+        ("<think></think>Answer", None, "Answer"),
+        # only a leading one is markup: later in the reasoning it is the model's text
+        ("Plan: write <think> first.\n</think>\nAnswer", "Plan: write <think> first.", "Answer"),
+        ("<think><think>x</think>y", "<think>x", "y"),
+        # truncated right after the repeated tag, or inside it
+        ("<think>", None, None),
+        ("<thi", "<thi", None),
+    ],
+)
+def test_prefilled_think_written_again_is_markup(
+    text: str, reasoning: str | None, content: str | None
+) -> None:
+    for template, options in (("qwen3", {"thinking_prefilled": True}), ("glm4.7", {})):
+        msg = assert_stream_equals_whole(text, template, **options)
+        assert msg.get("reasoning_content") == reasoning
+        assert msg["content"] == content
