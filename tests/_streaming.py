@@ -54,18 +54,22 @@ def call_ids(index: int) -> str:
     return f"call_{index}"
 
 
-def assert_stream_equals_whole(text: str, template: Any = None, **kwargs: Any) -> dict[str, Any]:
-    """Check every chunking of ``text`` against ``parse(text)``; returns the whole message.
+def assert_stream_equals_whole(
+    text: str, template: Any = None, *, extra: list[list[str]] = (), **kwargs: Any
+) -> dict[str, Any]:
+    """Check every chunking of ``text`` (and the ``extra`` ones) against ``parse(text)``.
 
-    ``kwargs`` go to both (``tools=``, ``parser=``, options); ``id_factory``
-    defaults to :func:`call_ids`.
+    The merged stream must equal the whole message, and a client that only
+    concatenates the content / reasoning deltas must get the same text (nothing
+    sent that the whole parse drops). ``kwargs`` go to both (``tools=``,
+    ``parser=``, options); ``id_factory`` defaults to :func:`call_ids`. Returns
+    the whole message.
     """
     kwargs.setdefault("id_factory", call_ids)
     whole = parse(text, template, **kwargs)
-    for chunks in chunkings(text):
+    for chunks in [*chunkings(text), *extra]:
         deltas = stream_deltas(chunks, template, **kwargs)
         assert merge_deltas(deltas) == whole, chunks
-        # a client that just concatenates the deltas gets the same text (nothing extra sent)
         assert sent_text(deltas, "content") == (whole["content"] or ""), chunks
         assert sent_text(deltas, "reasoning_content") == whole.get("reasoning_content", ""), chunks
     return whole

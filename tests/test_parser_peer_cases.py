@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from _streaming import chunkings
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from _streaming import assert_stream_equals_whole
 
 from _support import SHARED
 
@@ -125,32 +124,11 @@ def output_of(case: dict[str, Any]) -> str:
     return case["model_output"]
 
 
-def case_chunkings(text: str, case: dict[str, Any]) -> list[list[str]]:
-    """The shared chunkings (every single cut for short outputs) plus the case's own chunks."""
-    out = list(chunkings(text))
-    if "chunks" in case and "".join(case["chunks"]) == text:
-        out.append(case["chunks"])
-    return out
-
-
-def stream(
-    chunks: list[str], parser: str, tools: Any
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    sp = StreamParser(parser=parser, tools=tools, id_factory=ids)
-    deltas = []
-    for chunk in chunks:
-        deltas += sp.feed(chunk)
-    deltas += sp.finish()
-    return merge_deltas(deltas), deltas
-
-
 def _norm_content(text: str | None) -> str | None:
     return text.strip() or None if text else None
 
 
-def mismatches(
-    case: dict[str, Any], msg: dict[str, Any], deltas: list[dict[str, Any]]
-) -> list[str]:
+def mismatches(case: dict[str, Any], msg: dict[str, Any]) -> list[str]:
     """How ``msg`` differs from the case's expectation (empty: passes)."""
     problems = []
     if case.get("expected_tool_calls_assertion") == "must_not_raise":
@@ -185,11 +163,12 @@ def mismatches(
 def test_peer_case(case: dict[str, Any], shared_dir: Path) -> None:
     parser, tools = parser_of(case), tools_of(case)
     text = output_of(case)
-    whole = parse(text, parser=parser, tools=tools, id_factory=ids)
-    for chunks in case_chunkings(text, case):
-        merged, _ = stream(chunks, parser, tools)
-        assert merged == whole, chunks
-    problems = mismatches(case, whole, [])
+    own = case.get("chunks")
+    extra = [own] if own and "".join(own) == text else []
+    whole = assert_stream_equals_whole(
+        text, parser=parser, tools=tools, id_factory=ids, extra=extra
+    )
+    problems = mismatches(case, whole)
     if case["id"] in POLICY_DIFFERENCES:
         assert problems, f"{case['id']} now passes: remove it from POLICY_DIFFERENCES"
     else:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from _streaming import assert_stream_equals_whole, chunkings, sent_text, stream_deltas
+from chatfmt.parsing import parse
 
 WEATHER = {
     "type": "function",
@@ -223,3 +224,25 @@ def test_prefilled_think_written_again_is_markup(
         msg = assert_stream_equals_whole(text, template, **options)
         assert msg.get("reasoning_content") == reasoning
         assert msg["content"] == content
+
+
+def test_prefilled_think_lookalike_stays_reasoning() -> None:
+    """With token ids, only a real ``<think>`` special token is dropped; typed-out text stays."""
+    ids = {"<think>": 151667, "</think>": 151668}
+    text = "<think>x</think>y"
+    real = parse(
+        text,
+        "qwen3",
+        thinking_prefilled=True,
+        special_token_ids=ids,
+        token_ids=[151667, 1, 151668, 2],
+    )
+    typed = parse(
+        text,
+        "qwen3",
+        thinking_prefilled=True,
+        special_token_ids=ids,
+        token_ids=[27, 26865, 29, 1, 151668, 2],
+    )
+    assert (real["reasoning_content"], real["content"]) == ("x", "y")
+    assert (typed["reasoning_content"], typed["content"]) == ("<think>x", "y")

@@ -71,8 +71,8 @@ class ThinkParser(FormatParser):
     def _s_prefilled(self) -> bool:
         """Output that starts inside the block: a leading ``<think>`` is the model repeating the prompt's."""
         rest = self.buf[self.pos :].lstrip(WS)
-        if not self.final and _OPEN.startswith(rest):  # nothing yet, or a part of "<think>"
-            return False
+        if not self.final and len(rest) < len(_OPEN) and _OPEN.startswith(rest):
+            return False  # nothing yet, or a part of "<think>"
         at = len(self.buf) - len(rest)
         if rest.startswith(_OPEN) and self.real(_OPEN, at):
             self.pos = at + len(_OPEN)
