@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from _streaming import assert_stream_equals_whole, chunkings, sent_text, stream_deltas
-from chatfmt.parsing import parse
+from chatfmt.parsing import StreamParser, merge_deltas, parse
 
 WEATHER = {
     "type": "function",
@@ -246,3 +246,21 @@ def test_prefilled_think_lookalike_stays_reasoning() -> None:
     )
     assert (real["reasoning_content"], real["content"]) == ("x", "y")
     assert (typed["reasoning_content"], typed["content"]) == ("<think>x", "y")
+
+
+@pytest.mark.parametrize(("call_ids", "is_call"), [([49154, 1, 2], True), ([1, 2, 3], False)])
+def test_granite3_token_ids_after_the_dropped_response_tags(
+    call_ids: list[int], is_call: bool
+) -> None:
+    """Dropping the ``<response>`` tags does not shift where the tool parser looks for ids."""
+    ids = {"<|tool_call|>": 49154, "<response>": 7, "</response>": 8}
+    head, call = "<think>a</think><response>x </response>\n", '<|tool_call|>[{"name": "f"}]'
+    sp = StreamParser("granite3", special_token_ids=ids)
+    msg = merge_deltas(
+        sp.feed(head, token_ids=[1, 2, 3, 7, 4, 8, 5])
+        + sp.feed(call, token_ids=call_ids)
+        + sp.finish()
+    )
+    assert msg["reasoning_content"] == "a"
+    assert ("tool_calls" in msg) is is_call
+    assert msg["content"] == ("x\n" if is_call else "x\n" + call)

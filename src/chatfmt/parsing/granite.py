@@ -44,8 +44,9 @@ class GraniteThinkParser(ThinkParser):
 
     The ``<response>`` wrapper is markup: its answer goes to the tool parser
     (content and calls), the tags and the whitespace just inside them are dropped.
-    Text after ``</response>`` stays content (with the whitespace before it). A truncated answer (no
-    ``</response>``) is the answer so far; a tag cut off at the end is text.
+    Text after ``</response>`` stays content (with the whitespace before it). A
+    truncated answer (no ``</response>``) is the answer so far; a tag cut off at
+    the end is text.
     """
 
     name = "granite"
@@ -74,16 +75,16 @@ class GraniteThinkParser(ThinkParser):
     def _s_response(self) -> bool:
         buf = self.buf
         end, marker, resume = self._response_end.split(buf, self.pos, self.real)
+        at = self.pos - len(self._answer_ws)  # the held whitespace came right before pos
         if marker is None and self.final:  # truncated: the answer so far, unstripped
-            end = resume = len(buf)
-            self.feed_inner(self._answer_ws + buf[self.pos : end])
+            self.feed_inner(self._answer_ws + buf[self.pos :], at)
             self._answer_ws = ""
-            self.pos = resume
+            self.pos = len(buf)
             return False
         text = self._answer_ws + buf[self.pos : end]
         body = text.rstrip(WS)
         self._answer_ws = text[len(body) :] if marker is None else ""
-        self.feed_inner(body)
+        self.feed_inner(body, at)
         self.pos = resume
         if marker is None:
             return False

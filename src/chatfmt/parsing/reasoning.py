@@ -115,12 +115,13 @@ class ThinkParser(FormatParser):
         return True
 
     def _s_inner(self) -> bool:
-        self.feed_inner(self.buf[self.pos :])
+        self.feed_inner(self.buf[self.pos :], self.pos)
         self.pos = len(self.buf)
         return False
 
-    def feed_inner(self, text: str) -> None:
-        """Give the tool parser ``text``, which starts at ``self.pos`` of the stream.
+    def feed_inner(self, text: str, at: int) -> None:
+        """Give the tool parser ``text``, which starts at ``self.buf[at]`` (``at`` may be
+        negative: text held back from before the buffer).
 
         When the inner parser holds nothing undecided, its stream offset is set to
         where ``text`` starts, so markup dropped in between (e.g. a wrapper's
@@ -131,7 +132,7 @@ class ThinkParser(FormatParser):
             return
         if not self._inner_fed or inner.pos >= len(inner.buf):
             inner.buf, inner.pos = "", 0
-            inner.offset = self.offset + self.pos
+            inner.offset = self.offset + at
         self._inner_fed = True
         inner.feed(text)
 
