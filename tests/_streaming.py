@@ -9,7 +9,7 @@ at a time, four at a time and at a few random points.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from chatfmt.parsing import StreamParser, merge_deltas, parse
@@ -55,7 +55,7 @@ def call_ids(index: int) -> str:
 
 
 def assert_stream_equals_whole(
-    text: str, template: Any = None, *, extra: list[list[str]] = (), **kwargs: Any
+    text: str, template: Any = None, *, extra: Sequence[list[str]] = (), **kwargs: Any
 ) -> dict[str, Any]:
     """Check every chunking of ``text`` (and the ``extra`` ones) against ``parse(text)``.
 
