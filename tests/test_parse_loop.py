@@ -107,6 +107,13 @@ NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
     for opts in variants
 }
 
+#: Templates with a tool parser whose official format renders no assistant tool calls (chatfmt
+#: refuses them), so there is no rendered turn to parse back; their parsers are tested on model
+#: output in tests/test_parsing_families.py.
+PARSE_ONLY_TOOLS = {
+    "smollm3": "the official template drops assistant tool calls; chatfmt refuses to render them",
+}
+
 #: (template, turn kind, "whole" | "stream") failing because of a family parser bug that another
 #: branch fixes, with the reason "fixed on h/<branch>". Empty: none of the bugs being fixed on
 #: h/parser-fixes (GLM-4.5 stray "\n" delta, smollm3 tool parser, granite3 thinking, GLM-4.5 cut
@@ -247,6 +254,9 @@ def test_not_a_continuation_list_is_exact() -> None:
     assert sorted(NOT_CONTINUATIONS) == sorted(NOT_A_CONTINUATION)
 
 
+CALL_PROBE = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
 def test_every_template_is_covered() -> None:
     """Every chat template has cases; those with a tool parser have tool-call cases."""
     covered = {c.name for c in CASES}
@@ -255,7 +265,17 @@ def test_every_template_is_covered() -> None:
     assert chat - covered <= not_continued  # only templates listed there, each with its reason
     with_calls = {c.name for c in CASES if c.expected[2]}
     tool_templates = {t.name for t in chatfmt.list_templates() if t.tool_parser}
-    assert tool_templates - with_calls <= not_continued
+    assert tool_templates - with_calls <= not_continued | set(PARSE_ONLY_TOOLS)
+    for name in PARSE_ONLY_TOOLS:  # each really renders no tool calls
+        with pytest.raises(chatfmt.ChatFmtError):
+            chatfmt.render(
+                [
+                    {"role": "user", "content": "q"},
+                    {"role": "assistant", "content": None, "tool_calls": [CALL_PROBE]},
+                ],
+                name,
+                add_generation_prompt=False,
+            )
     assert {c.kind for c in CASES} == set(TURNS)
 
 

@@ -111,6 +111,8 @@ class Granite3(Template):
     official_templates = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
     supports_tools = True
     tool_parser = "granite"
+    #: ``thinking=True`` output: ``<think>…</think><response>…</response>``.
+    reasoning_parser = "granite"
     default_options: ClassVar[Mapping[str, Any]] = {
         "documents": None,
         "controls": None,

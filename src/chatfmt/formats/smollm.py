@@ -61,6 +61,8 @@ class SmolLM3Template(Template):
     control_tokens = (IM_START, IM_END, END_OF_TEXT)
     supports_reasoning = True
     reasoning_parser = "think"
+    #: The model calls tools as ``<tool_call>{"name": …, "arguments": …}</tool_call>`` (Hermes).
+    tool_parser = "hermes"
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=65536, stop_words=(IM_END, END_OF_TEXT), temperature=0.6, top_p=0.95

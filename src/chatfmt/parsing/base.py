@@ -45,9 +45,15 @@ def mistral_call_id(_index: int) -> str:
 
 
 class Emitter:
-    """Collects the deltas of one ``feed``; neighbouring text deltas are merged."""
+    """Collects the deltas of one ``feed``; neighbouring text deltas are merged.
 
-    __slots__ = ("_args", "_tools", "calls", "deltas", "id_factory")
+    Content that is only whitespace is held back until other content follows: it
+    is content then, or at :meth:`end` when the message has no tool calls (the
+    whitespace around calls is not content, see :func:`merge_deltas`), so the
+    content deltas always add up to the message's ``content``.
+    """
+
+    __slots__ = ("_args", "_blank", "_texted", "_tools", "calls", "deltas", "id_factory")
 
     def __init__(self, id_factory: IdFactory, tools: Mapping[str, Any] | None) -> None:
         self.id_factory = id_factory
@@ -55,6 +61,8 @@ class Emitter:
         self.deltas: list[Delta] = []
         self.calls = 0
         self._args: dict[int, list[str]] = {}
+        self._blank = ""  # whitespace-only content held back (see class doc)
+        self._texted = False  # whether content other than whitespace was emitted
 
     def take(self) -> list[Delta]:
         out, self.deltas = self.deltas, []
@@ -76,7 +84,19 @@ class Emitter:
             self.deltas.append({key: text})
 
     def content(self, text: str) -> None:
+        if not self._texted:
+            if text.isspace():
+                self._blank += text
+                return
+            if text:
+                text, self._blank, self._texted = self._blank + text, "", True
         self._text("content", text)
+
+    def end(self) -> None:
+        """End of stream: held whitespace is content only if there are no tool calls."""
+        if self._blank and not self.calls:
+            self._text("content", self._blank)
+        self._blank = ""
 
     def reasoning(self, text: str) -> None:
         self._text("reasoning_content", text)
@@ -642,6 +662,7 @@ class StreamParser:
             if held:
                 self._parser.feed(held)
             self._parser.finish()
+            self.out.end()
             self.trailing_text = self._end.trailing_text
             if truncated and not self._end.seen:
                 self.finish_reason = "length"
