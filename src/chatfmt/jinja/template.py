@@ -63,6 +63,10 @@ _PROBE_NOW = _dt.datetime(2024, 7, 26, 12, 0, 0)
 _TURN_INFO: dict[str, TurnInfo] = {}
 
 
+class TemplateRejected(TemplateRenderError):
+    """The template itself rejected the input (it called ``raise_exception``)."""
+
+
 class SegmentTraceWarning(UserWarning):
     """Segments of a Jinja template were found by searching the output (the template transforms text)."""
 
@@ -137,6 +141,11 @@ class JinjaTemplate(Template):
                 found.append(tok)
         found.extend(_LITERAL_TOKENS.findall(self.jinja_source))
         return tuple(dict.fromkeys(found))
+
+    @property
+    def variables_read(self) -> frozenset[str]:
+        """Every variable the source could read from its context (found in its syntax tree)."""
+        return env.variables_read(self.jinja_source)
 
     @cached_property
     def generation_config(self) -> GenerationConfig:  # type: ignore[override]
@@ -290,11 +299,13 @@ class JinjaTemplate(Template):
     @staticmethod
     def _error(exc: BaseException, view: View) -> TemplateRenderError:
         err = env.render_error(exc, tuple(view.messages))
-        if err.index is not None and err.index < len(view.origin):
-            idx = view.origin[err.index]
-            reason = str(err)[len(f"messages[{err.index}]: ") :]
-            return TemplateRenderError(reason, index=idx)
-        return err
+        kind = TemplateRejected if isinstance(exc, env.TemplateRaised) else TemplateRenderError
+        index = err.index
+        reason = str(err)
+        if index is not None:
+            reason = reason[len(f"messages[{index}]: ") :]
+            index = view.origin[index] if index < len(view.origin) else None
+        return kind(reason, index=index)
 
     # ------------------------------------------------------------------ tracing
     def _trace(
