@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,16 @@ def qwen3_string_content() -> str:
         ),
         ("        {%- set content = message.content %}\n", ""),
         ("'</think>' in message.content", "'</think>' in content"),
-        ("message.content.split('</think>')", "content.split('</think>')"),
+        (  # reasoning is cut out of the content before the content is cut
+            "{%- set content = message.content.split('</think>')[-1].lstrip('\\n') %}\n"
+            "                {%- set reasoning_content = message.content.split('</think>')[0]",
+            "{%- set reasoning_content = content.split('</think>')[0]",
+        ),
+        (
+            ".split('<think>')[-1].lstrip('\\n') %}\n",
+            ".split('<think>')[-1].lstrip('\\n') %}\n"
+            "                {%- set content = content.split('</think>')[-1].lstrip('\\n') %}\n",
+        ),
         ("{{- message.content }}", "{{- content }}"),
     )
 
@@ -429,3 +439,10 @@ def test_chatfmt_options_the_source_does_not_read_are_ignored(shared_dir: Path) 
     assert out == official_render(
         official_source("internlm-internlm2-chat-7b.jinja"), msgs, bos_token="<s>"
     )
+
+
+def test_loaded_templates_pickle_for_worker_processes(shared_dir: Path) -> None:
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]
+    for tpl in (chatfmt.get_template(qwen3_string_content()), _loaded("Kimi-K3.jinja")):
+        copied = pickle.loads(pickle.dumps(tpl))
+        assert type(copied) is type(tpl) and copied.render(msgs) == tpl.render(msgs)

@@ -59,7 +59,7 @@ def from_source(src: JinjaSource) -> Template:
     tpl = _RECOGNIZED.get(key)
     if tpl is None:
         jinja = jinja_template(JinjaSource(src.source, variables, src.origin))
-        tpl = _RECOGNIZED[key] = RecognizedTemplate(rec.template, jinja, rec)
+        tpl = _RECOGNIZED[key] = RecognizedTemplate(rec.template, jinja, rec, src)
     return tpl
 
 

@@ -217,6 +217,12 @@ SHAPED: tuple[Probe, ...] = (
         gen=False,
     ),
     _p(
+        "think tags in the current reply",
+        _U1,
+        _m("assistant", "<think>\nThought quebec\n</think>\n\nFinal romeo"),
+        gen=False,
+    ),
+    _p(
         "think tags in the reply",
         _U1,
         _m("assistant", "<think>\nThought quebec\n</think>\n\nFinal romeo"),

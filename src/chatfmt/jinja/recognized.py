@@ -40,8 +40,16 @@ class RecognizedTemplate(Template):
 
     default_options: ClassVar[Mapping[str, Any]] = {}
 
-    def __init__(self, native: Template, jinja: JinjaTemplate, recognition: Recognition) -> None:
+    def __init__(
+        self,
+        native: Template,
+        jinja: JinjaTemplate,
+        recognition: Recognition,
+        loaded_from: Any = None,
+    ) -> None:
         self.native = native
+        #: what the template was loaded from (a ``JinjaSource``): a pickled copy loads it again
+        self.loaded_from = loaded_from
         self.jinja = jinja
         self.recognition = recognition
         for attr in (
@@ -69,9 +77,16 @@ class RecognizedTemplate(Template):
 
     def __getattr__(self, name: str) -> Any:
         # Family-specific attributes of the native template (never called for the ones set above).
-        if name.startswith("__") or name in ("native", "jinja", "recognition"):
+        if name.startswith("__") or name in ("native", "jinja", "recognition", "loaded_from"):
             raise AttributeError(name)
         return getattr(self.native, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        from .loaders import from_source
+
+        if self.loaded_from is None:
+            raise TypeError(f"{self!r} does not know its source and cannot be pickled")
+        return (from_source, (self.loaded_from,))
 
     # ------------------------------------------------------------------ routing
     def check_options(self, options: Mapping[str, Any]) -> None:

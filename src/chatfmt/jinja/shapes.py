@@ -66,25 +66,40 @@ def _fields(m: Any, pos: int) -> tuple[Any, Any, Any, bool, bool, bool]:
 
 def shapes_of(messages: Any, tools: Any = None, options: Sequence[str] = ()) -> frozenset[str]:
     """The shapes a call uses (``options``: the names of the template options it sets)."""
-    found = {OPTION + name for name in options}
-    if isinstance(messages, Conversation):
-        if tools is None and messages.tools:
-            found.add(TOOLS)
-        messages = messages.messages
+    found = {OPTION + name for name in options} if options else set()
     if tools is not None:
         found.add(TOOLS if tools else EMPTY_TOOLS)
-    if isinstance(messages, str) or not isinstance(messages, Sequence):
-        return frozenset(found)
-    systems = 0
+    if type(messages) is not list:
+        if isinstance(messages, Conversation):
+            if tools is None and messages.tools:
+                found.add(TOOLS)
+            messages = messages.messages
+        elif isinstance(messages, str) or not isinstance(messages, Sequence):
+            return frozenset(found)
+    system_seen = False
     for pos, m in enumerate(messages):
+        if type(m) is dict and len(m) == 2:
+            # the common {"role": ..., "content": "..."} message
+            role = m.get("role")
+            content = m.get("content")
+            if type(content) is str and type(role) is str and role in _CANONICAL:
+                if role == "system":
+                    if pos or system_seen:
+                        found.add(SYSTEM_PLACEMENT)
+                    system_seen = True
+                elif role == "assistant" and "think>" in content:
+                    found.add(REASONING)
+                elif role == "tool":
+                    found.add(TOOL_CALLS)
+                continue
         role, content, calls, has_content, reasoning, name = _fields(m, pos)
-        if role not in _CANONICAL:
-            found.add(OTHER_ROLES)
         canonical = ROLE_ALIASES.get(role) if isinstance(role, str) else None
+        if canonical is None or role != canonical:
+            found.add(OTHER_ROLES)
         if canonical == "system":
-            systems += 1
-            if pos > 0 or systems > 1:
+            if pos or system_seen:
                 found.add(SYSTEM_PLACEMENT)
+            system_seen = True
         elif canonical == "tool":
             found.add(TOOL_CALLS)
         if calls:

@@ -127,6 +127,10 @@ class JinjaTemplate(Template):
         self.supports_reasoning = "reasoning_content" in source or "<think>" in source
         self.uses_generation_tag = bool(_GENERATION_TAG.search(source))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled Jinja code does not pickle: a copy (e.g. in a worker process) compiles again.
+        return (_rebuild, (self.jinja_source, self.name, self.variables, self.origin))
+
     # ------------------------------------------------------------------ metadata
     @cached_property
     def control_tokens(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -460,6 +464,10 @@ class JinjaTemplate(Template):
         if isinstance(eos, str) and eos and eos not in eots:
             eots.append(eos)
         return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots))
+
+
+def _rebuild(source: str, name: str, variables: Mapping[str, Any], origin: str) -> JinjaTemplate:
+    return JinjaTemplate(source, name=name, variables=variables, origin=origin)
 
 
 def _common_prefix(a: str, b: str) -> str:
