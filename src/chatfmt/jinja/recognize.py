@@ -7,26 +7,27 @@ Candidates, in order:
   endings and one trailing newline, which Jinja itself ignores, may differ);
 * **probe** — every native chat template.
 
-A candidate is recognized when it renders every *core* probe (:data:`probes.CORE`)
-exactly as the source does. It is then rendered on every other probe, each of which
-uses some input shapes (:mod:`chatfmt.jinja.shapes`); the probes where it differs
-are kept in :attr:`Recognition.differs`, and a call whose shapes include all shapes
-of such a probe renders through the Jinja backend (:meth:`Recognition.native_for`).
+A candidate must agree with the source on every *core* probe (:data:`probes.CORE`) and
+render at least one probe exactly as the source does in transformers' input shape. It
+is then compared on every other probe, each of which uses some input shapes
+(:mod:`chatfmt.jinja.shapes`); the probes where it differs are kept in
+:attr:`Recognition.differs`, and a call whose shapes include all shapes of such a probe
+renders through the Jinja backend (:meth:`Recognition.native_for`). A candidate found
+by probing that differs where its own features are (tools, reasoning) is skipped.
 
 Per probe, the native template *agrees* with the source when
 
 * both render the same text; or
 * the source renders (as transformers does) and loses part of the input, and the
   native template refuses the input with a chatfmt error (no silent loss); or
-  the source renders only in one of chatfmt's fallback input shapes (transformers
-  fails) and the native template refuses; or
-* the source fails by accident (transformers fails too) and the native template
-  renders or refuses; or
-* the source rejects the input with ``raise_exception`` and so does the native template.
+* transformers fails on the input (the source renders only in one of chatfmt's
+  fallback input shapes, or fails by accident) and the native template renders or
+  refuses it; or
+* the source rejects the input with ``raise_exception`` and the native template refuses it.
 
 When the source's ``bos_token``/``eos_token`` are not known (a bare source or ``.jinja``
-file), the core probes infer them: each must stand for one fixed string, BOS only at
-the start and EOS only after an assistant reply.
+file), the probes infer them: each must stand for one fixed non-empty string, BOS only
+at the start and EOS only after an assistant reply or at the very end.
 """
 
 from __future__ import annotations
