@@ -446,3 +446,16 @@ def test_loaded_templates_pickle_for_worker_processes(shared_dir: Path) -> None:
     for tpl in (chatfmt.get_template(qwen3_string_content()), _loaded("Kimi-K3.jinja")):
         copied = pickle.loads(pickle.dumps(tpl))
         assert type(copied) is type(tpl) and copied.render(msgs) == tpl.render(msgs)
+
+
+def test_unprobed_shapes_render_through_jinja(shared_dir: Path) -> None:
+    """A role alias or custom role was never probed: the source decides (Qwen3's file skips it)."""
+    source = official_source(QWEN3)
+    tpl = chatfmt.get_template(source)
+    assert isinstance(tpl, RecognizedTemplate) and not recognize(source).differs
+    for role in ("developer", "tool_response"):
+        msgs = [{"role": role, "content": "Be terse."}, {"role": "user", "content": "Hi"}]
+        assert isinstance(tpl.backend(msgs)[0], JinjaTemplate)
+        assert tpl.render(msgs) == official_render(source, msgs)
+    plain = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "Hi"}]
+    assert tpl.backend(plain)[0] is tpl.native

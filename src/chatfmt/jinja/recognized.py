@@ -103,7 +103,7 @@ class RecognizedTemplate(Template):
         native_opts: dict[str, Any] = {}
         jinja_opts: dict[str, Any] = {}
         probed: list[str] = []
-        why: list[str] = []
+        unmatched = False  # a variable only the source can render
         for name, value in options.items():
             if name != MERGE_SYSTEM and name not in self._reads:
                 continue  # a variable the source never reads: transformers ignores it too
@@ -114,8 +114,8 @@ class RecognizedTemplate(Template):
                 native_opts[name] = value
                 probed.append(name)
             elif name != MERGE_SYSTEM or value:
-                why.append(name)
-        if not why and self._native_ok(shapes_of(messages, tools, probed)):
+                unmatched = True
+        if not unmatched and self._native_ok(shapes_of(messages, tools, probed)):
             return self.native, native_opts
         return self.jinja, jinja_opts
 
