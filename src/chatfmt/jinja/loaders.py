@@ -1,7 +1,8 @@
 """Load Jinja chat templates from sources, ``.jinja`` files, tokenizer configs, model dirs and GGUF files.
 
 Every loader ends in :func:`from_source`: recognize the source as a native
-template when possible, else return a (cached) :class:`JinjaTemplate`.
+template when possible (a :class:`RecognizedTemplate`), else return a (cached)
+:class:`JinjaTemplate`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ..errors import TemplateError
 from ..template import Template
 from ..textfile import read_text
 from .recognize import Recognition, recognize
+from .recognized import RecognizedTemplate
 from .template import SPECIAL_TOKEN_NAMES, JinjaTemplate, _token_text, source_hash
 
 
@@ -42,12 +44,24 @@ def jinja_template(src: JinjaSource) -> JinjaTemplate:
     return tpl
 
 
+_RECOGNIZED: dict[str, RecognizedTemplate] = {}
+
+
 def from_source(src: JinjaSource) -> Template:
-    """The native template ``src`` is recognized as, or a Jinja-backed template."""
+    """The native template ``src`` is recognized as (with its Jinja backend beside it), or a Jinja-backed template."""
     rec = recognize(src.source, src.variables)
-    if rec.template is not None:
-        return rec.template
-    return jinja_template(src)
+    if rec.template is None:
+        return jinja_template(src)
+    # The Jinja backend gets the tokens recognition inferred, so both backends write the same ones.
+    variables = {**(rec.tokens or {}), **src.variables}
+    key = json.dumps(
+        [source_hash(src.source), sorted(variables.items()), rec.template.name], default=str
+    )
+    tpl = _RECOGNIZED.get(key)
+    if tpl is None:
+        jinja = jinja_template(JinjaSource(src.source, variables, src.origin))
+        tpl = _RECOGNIZED[key] = RecognizedTemplate(rec.template, jinja, rec, src)
+    return tpl
 
 
 def detect(src: JinjaSource) -> Recognition:
