@@ -63,12 +63,9 @@ def _transformers(source: str, inp: dict[str, Any], **variables: Any) -> str | N
 
 
 def test_all_reference_templates_are_present(shared_dir: Path) -> None:
-    """The folder is there and holds every template its README names (no silent empty run)."""
-    import re
-
-    readme = (TEMPLATES / "README.md").read_text(encoding="utf-8")
-    named = set(re.findall(r"models/templates/(\S+\.jinja)", readme))
-    assert named, "the templates README names no template"
+    """Every official template a native template names is in the folder (no silent empty run)."""
+    named = {f for t in chatfmt.list_templates() for f in t.official_templates}
+    assert named, "no native template names an official template"
     assert named <= set(_template_files())
 
 
