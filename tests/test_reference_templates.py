@@ -63,10 +63,14 @@ def _transformers(source: str, inp: dict[str, Any], **variables: Any) -> str | N
 
 
 def test_all_reference_templates_are_present(shared_dir: Path) -> None:
-    """Every official template a native template names is in the folder (no silent empty run)."""
-    named = {f for t in chatfmt.list_templates() for f in t.official_templates}
-    assert named, "no native template names an official template"
-    assert named <= set(_template_files())
+    """The folder holds templates (no silent empty run), each valid Jinja source."""
+    import jinja2
+
+    files = _template_files()
+    assert files, f"no .jinja files in {TEMPLATES}"
+    env = jinja2.Environment()
+    for name in files:
+        env.parse((TEMPLATES / name).read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("name", _template_files())
