@@ -63,14 +63,8 @@ def _transformers(source: str, inp: dict[str, Any], **variables: Any) -> str | N
 
 
 def test_all_reference_templates_are_present(shared_dir: Path) -> None:
-    """The folder holds templates (no silent empty run), each valid Jinja source."""
-    import jinja2
-
-    files = _template_files()
-    assert files, f"no .jinja files in {TEMPLATES}"
-    env = jinja2.Environment(extensions=["jinja2.ext.loopcontrols"])  # as transformers
-    for name in files:
-        env.parse((TEMPLATES / name).read_text(encoding="utf-8"))
+    """The folder holds templates, so the per-file tests below cannot pass by running on none."""
+    assert _template_files(), f"no .jinja files in {TEMPLATES}"
 
 
 @pytest.mark.parametrize("name", _template_files())
