@@ -2,9 +2,12 @@
 
 Compares chatfmt's incremental StreamParser with a re-parse-each-chunk baseline
 (what several engines do: complete the partial JSON of the accumulated text,
-``json.loads`` it, re-serialize the arguments and send the new suffix).
+``json.loads`` it, re-serialize the arguments and send the new suffix). Also:
+the cost of constructing a ``StreamParser`` for a template (the parsers and the
+generation-prompt probe are resolved once per template and options), and the
+same stream parsed with the template (its end-of-turn layer in front).
 
-    python benchmarks/bench_parse_stream.py
+    python benchmarks/bench_parse_stream.py [--quick]
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import sys
 import time
+import timeit
 from typing import Any
 
+import chatfmt
 from chatfmt.parsing import StreamParser, merge_deltas
+from chatfmt.parsing import base as parsing_base
 
 CHUNK = 4
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"?|[{}\[\]]')
@@ -41,13 +48,13 @@ def chunks(text: str) -> list[str]:
     return [text[i : i + CHUNK] for i in range(0, len(text), CHUNK)]
 
 
-def run_chatfmt(parts: list[str]) -> str:
+def run_chatfmt(parts: list[str], template: Any = None) -> str:
     """Stream like a server: each delta is consumed as it comes (its text sent on), not kept.
 
     Keeping tens of thousands of delta dicts alive would measure Python's cyclic garbage
     collector scanning them, not the parser.
     """
-    sp = StreamParser(parser="hermes")
+    sp = StreamParser(template, parser="hermes")
     sent: list[str] = []
     for p in [*parts, None]:
         for d in sp.feed(p) if p is not None else sp.finish():
@@ -130,7 +137,32 @@ def timed(fn: Any, parts: list[str]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def construction_us(template: Any, cached: bool, number: int) -> float:
+    """Median µs to construct ``StreamParser(template)``; uncached = plans forgotten each time."""
+
+    def build() -> None:
+        if not cached:
+            parsing_base._PLANS.clear()
+        StreamParser(template)
+
+    runs = [timeit.timeit(build, number=number) / number * 1e6 for _ in range(5)]
+    return statistics.median(runs)
+
+
+def construction_rows(number: int) -> None:
+    tpl = chatfmt.get_template("qwen3")
+    print(f"{'StreamParser(...)':<28} {'per-call probe us':>18} {'cached us':>10} {'speed-up':>9}")
+    for label, template in (("qwen3 (Template object)", tpl), ("'qwen3' (name)", "qwen3")):
+        slow, fast = (
+            construction_us(template, False, number),
+            construction_us(template, True, number),
+        )
+        print(f"{label:<28} {slow:>18.1f} {fast:>10.1f} {slow / fast:>8.1f}x")
+
+
 def main() -> None:
+    quick = "--quick" in sys.argv
+    construction_rows(200 if quick else 2000)
     sizes = (10_000, 100_000)
     inputs = {size: chunks(payload(size)) for size in sizes}
     for parts in inputs.values():  # correctness first: the arguments are the model's text
@@ -139,7 +171,7 @@ def main() -> None:
         assert json.loads(args)["path"] == "/tmp/a.txt" and args in "".join(parts)
     # Interleave the sizes so both see the same machine load; report medians.
     ours: dict[int, list[float]] = {size: [] for size in sizes}
-    for _ in range(7):
+    for _ in range(3 if quick else 7):
         for size in sizes:
             ours[size].append(timed(run_chatfmt, inputs[size]))
     base = {size: timed(run_baseline, inputs[size]) for size in sizes}
@@ -152,6 +184,12 @@ def main() -> None:
     print(
         f"growth 10KB -> 100KB: chatfmt {med[100_000] / med[10_000]:.1f}x, "
         f"re-parse {base[100_000] / base[10_000]:.1f}x (input grows {len(inputs[100_000]) / len(inputs[10_000]):.1f}x)"
+    )
+    big = inputs[100_000]
+    with_eot = statistics.median(timed(lambda p: run_chatfmt(p, "qwen2.5"), big) for _ in range(3))
+    print(
+        f"100KB with template 'qwen2.5' (end-of-turn layer in front): {with_eot:.1f} ms "
+        f"({with_eot / med[100_000]:.2f}x the bare parser)"
     )
 
 

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,10 +22,20 @@ SHARED = Path(os.environ.get("CHATFMT_SHARED", ROOT.parent / "shared"))
 TEMPLATES = SHARED / "reference" / "templates"
 
 
+def require_shared() -> Path:
+    """The ../shared folder (reference data). When it is absent, CI fails loudly (a RuntimeError);
+    elsewhere the caller is skipped: the test, or its whole module when called at import time."""
+    if SHARED.is_dir():
+        return SHARED
+    if os.environ.get("CI"):
+        raise RuntimeError(f"../shared is required in CI but missing at {SHARED}")
+    pytest.skip(f"reference data folder not found at {SHARED}", allow_module_level=True)
+
+
 @cache
 def official_source(filename: str) -> str:
-    """Source of an official template from ../shared/reference/templates."""
-    return (TEMPLATES / filename).read_text(encoding="utf-8")
+    """Source of an official template from ../shared/reference/templates (see require_shared)."""
+    return (require_shared() / "reference" / "templates" / filename).read_text(encoding="utf-8")
 
 
 def for_official(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("CHATFMT_SHARED", ROOT.parent / "shared"))
+from _support import SHARED, require_shared
 
 settings.register_profile(
     "ci",
@@ -29,9 +29,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """The ../shared folder (reference data); skip outside CI when it is absent."""
-    if not SHARED.is_dir():
-        if os.environ.get("CI"):
-            raise RuntimeError(f"../shared is required in CI but missing at {SHARED}")
-        pytest.skip(f"reference data folder not found at {SHARED}")
-    return SHARED
+    """The ../shared folder (reference data); skip outside CI when it is absent, fail in CI."""
+    return require_shared()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    """A test that reads a ../shared file directly (not through ``shared_dir``) while the folder
+    is absent is treated like one using the fixture: skipped outside CI, an error in CI."""
+    try:
+        return (yield)
+    except FileNotFoundError as exc:
+        missing = exc.filename is not None and Path(exc.filename).is_relative_to(SHARED)
+        if missing and not SHARED.is_dir():
+            require_shared()
+        raise

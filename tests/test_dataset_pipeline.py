@@ -98,7 +98,7 @@ def test_sharegpt_conversion() -> None:
 
 def test_jsonl_every_row_accounted_for(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows())
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     s = tokenize_dataset(src, out, template="chatml", tokenizer=qwen, progress=False)
     errors = [json.loads(x) for x in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
     rows = _read(out)
@@ -118,36 +118,195 @@ def test_jsonl_every_row_accounted_for(tmp_path: Path, qwen: Path) -> None:
 
 def test_workers_give_the_same_output(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
-    tokenize_dataset(
-        src, tmp_path / "one.parquet", template="chatml", tokenizer=qwen, progress=False
-    )
+    tokenize_dataset(src, tmp_path / "one", template="chatml", tokenizer=qwen, progress=False)
     tokenize_dataset(
         src,
-        tmp_path / "two.parquet",
+        tmp_path / "two",
         template="chatml",
         tokenizer=qwen,
         workers=2,
         chunk_size=8,
         progress=False,
     )
-    assert _read(tmp_path / "one.parquet") == _read(tmp_path / "two.parquet")
+    assert _read(tmp_path / "one") == _read(tmp_path / "two")
 
 
-def test_guided_chunks_shrink_towards_the_end_and_keep_every_row() -> None:
-    from chatfmt.data_pipeline.pipeline import _chunks
+def test_output_folder_holds_ordered_parts_and_a_summary(tmp_path: Path, qwen: Path) -> None:
+    """Parts named in row order, one schema, a summary that accounts for every row; the
+    folder reads back in input order with pyarrow.dataset, pandas and datasets."""
+    import pyarrow.dataset as pads
+    import pyarrow.parquet as pq
+
+    from chatfmt.data_pipeline.pipeline import OUTPUT_SCHEMA
+
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(60))
+    out = tmp_path / "out"
+    s = tokenize_dataset(
+        src, out, template="chatml", tokenizer=qwen, workers=2, part_rows=16, chunk_size=4,
+        progress=False,
+    )  # fmt: skip
+    names = sorted(p.name for p in out.iterdir())
+    parts = [n for n in names if n != "_summary.json"]
+    assert names == ["_summary.json", *parts] and len(parts) > 2
+    assert parts == [f"part-{i:05d}.parquet" for i in range(len(parts))]
+    for name in parts:
+        assert pq.read_schema(out / name).remove_metadata() == OUTPUT_SCHEMA()
+    summary = json.loads((out / "_summary.json").read_text(encoding="utf-8"))
+    assert summary["parts"] == [
+        {"file": n, "rows": pq.ParquetFile(out / n).metadata.num_rows} for n in parts
+    ]
+    assert summary["parts"] == s.parts
+    rejected = [json.loads(x) for x in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
+    kept = [i for i in range(60) if i not in {e["row"] for e in rejected}]
+    assert (summary["samples_in"], summary["samples_out"], summary["rejected"]) == (
+        60, len(kept), len(rejected),
+    )  # fmt: skip
+    assert sum(p["rows"] for p in summary["parts"]) == len(kept)
+    assert summary["reasons"] == {
+        "invalid_json": 1,  # row 3
+        "TokenizationError": 1,  # row 4: nothing to train on
+        "ValidationError": 1,  # row 5: neither messages nor conversations
+    }
+    assert summary["template"] == "chatml" and summary["tokenizer"] == str(qwen)
+    assert summary["settings"]["train_on"] == "all_assistant"
+    assert summary["errors_file"] == str(tmp_path / "out.errors.jsonl")
+    assert summary == s.to_dict() | {"parts": summary["parts"]}
+
+    assert pads.dataset(out).to_table().column("row").to_pylist() == kept
+    pandas = pytest.importorskip("pandas")
+    assert pandas.read_parquet(out)["row"].tolist() == kept
+    datasets = pytest.importorskip("datasets")
+    for loaded in (
+        datasets.load_dataset(str(out), split="train"),
+        datasets.load_dataset("parquet", data_files=str(out / "*.parquet"), split="train"),
+    ):
+        assert loaded["row"][:] == kept
+        assert loaded[0]["input_ids"] == _read(out)[0]["input_ids"]
+
+
+def test_parts_past_99999_still_sort_in_order() -> None:
+    from chatfmt.data_pipeline.output import part_name
+
+    assert part_name(7, 10) == "part-00007.parquet"
+    names = [part_name(i, 100_001) for i in (9, 10, 99_999, 100_000)]
+    assert names == sorted(names) and names[-1] == "part-100000.parquet"
+
+
+def test_output_must_be_a_new_or_previous_output_folder(tmp_path: Path, qwen: Path) -> None:
+    from chatfmt.data_pipeline.readers import DatasetError
+
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(40))
+
+    def run(out: Path, rows: int = 40, **kw: Any) -> Any:
+        _write_jsonl(src, _rows(rows))
+        return tokenize_dataset(
+            src, out, template="chatml", tokenizer=qwen, progress=False, part_rows=8, **kw
+        )
+
+    with pytest.raises(
+        DatasetError, match=r"folder of Parquet part files.*without the '\.parquet'"
+    ):
+        run(tmp_path / "train.parquet")
+    assert not (tmp_path / "train.parquet").exists()
+    with pytest.raises(DatasetError, match="must be outside the output folder"):
+        run(tmp_path / "new", errors_path=tmp_path / "new" / "errors.jsonl")
+    with pytest.raises(DatasetError, match="name a new folder"):
+        run(Path("."), overwrite=True)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(DatasetError, match="not a folder"):
+        run(tmp_path / "file", overwrite=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    run(out)  # an existing empty folder is fine
+    first = _read(out)
+    with pytest.raises(DatasetError, match="not empty; pass --overwrite"):
+        run(out, rows=20)
+    assert _read(out) == first  # untouched
+    run(out, rows=20, overwrite=True)  # fewer parts than before: no stale part survives
+    summary = json.loads((out / "_summary.json").read_text())
+    assert sorted(p.name for p in out.glob("*.parquet")) == [p["file"] for p in summary["parts"]]
+    assert [r["row"] for r in _read(out)] == [r["row"] for r in first if r["row"] < 20]
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(DatasetError, match=r"not a tokenize output \(notes.txt\)"):
+        run(out, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_a_failed_run_leaves_nothing_behind(
+    tmp_path: Path, qwen: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No errors file, no output folder, no staging files; a previous output stays whole."""
+    from chatfmt.data_pipeline import pipeline
+    from chatfmt.data_pipeline.readers import DatasetError
+
+    bad_input = tmp_path / "in.txt"
+    bad_input.write_text("{}\n")
+    with pytest.raises(DatasetError, match="unknown dataset type"):
+        tokenize_dataset(bad_input, tmp_path / "a", template="chatml", tokenizer=qwen)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+    src = _write_jsonl(tmp_path / "in.jsonl", _rows(40))
+    unreadable = tmp_path / "loop.jsonl"
+    unreadable.symlink_to(unreadable)  # reading it fails with ELOOP
+    with pytest.raises(DatasetError, match="cannot read the input"):
+        tokenize_dataset(unreadable, tmp_path / "b", template="chatml", tokenizer=qwen)
+    unreadable.unlink()
+    with pytest.raises(DatasetError, match="cannot create the output"):
+        tokenize_dataset(src, tmp_path / "in.jsonl" / "out", template="chatml", tokenizer=qwen)
+    out = tmp_path / "out"
+    tokenize_dataset(src, out, template="chatml", tokenizer=qwen, progress=False)
+    before = sorted(tmp_path.iterdir()), _read(out)
+    calls = 0
+    add_errors = pipeline.Summary.add_errors
+
+    def interrupted(self: Any, errors: Any, fh: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise KeyboardInterrupt
+        add_errors(self, errors, fh)
+
+    monkeypatch.setattr(pipeline.Summary, "add_errors", interrupted)
+    for workers in (1, 2):
+        calls = 0
+        with pytest.raises(KeyboardInterrupt):
+            tokenize_dataset(
+                src, out, template="chatml", tokenizer=qwen, workers=workers, part_rows=8,
+                overwrite=True, progress=False,
+            )  # fmt: skip
+        assert (sorted(tmp_path.iterdir()), _read(out)) == before
+
+
+def test_guided_parts_shrink_towards_the_end_and_keep_every_row() -> None:
+    from chatfmt.data_pipeline.pipeline import _MIN_PART, _parts
 
     rows = [(i, f"r{i}") for i in range(1000)]
-    sizes = [len(c) for c in _chunks(iter(rows), 64, total=1000, workers=2)]
-    assert sizes[0] == 64 and max(sizes) == 64 and sum(sizes) == 1000
-    assert sizes[-2] < 8  # the tail is small, so the workers finish together
-    assert all(a >= b for a, b in itertools.pairwise(sizes))  # never grows again
-    flat = [r for c in _chunks(iter(rows), 64, total=1000, workers=2) for r in c]
-    assert flat == rows
-    # One worker, or an unknown total: fixed-size chunks.
-    assert {len(c) for c in _chunks(iter(rows), 100, total=1000, workers=1)} == {100}
-    assert [len(c) for c in _chunks(iter(rows[:150]), 100)] == [100, 50]
+
+    def sizes(*args: Any, **kwargs: Any) -> list[int]:
+        parts = list(_parts(iter(rows), *args, **kwargs))
+        assert [index for index, _ in parts] == list(range(len(parts)))  # numbered in order
+        assert [r for _, part in parts for r in part] == rows  # every row, in order, once
+        return [len(part) for _, part in parts]
+
+    guided = sizes(64, total=1000, workers=2)
+    assert guided[0] == 64 and max(guided) == 64
+    assert guided[-2] == _MIN_PART  # the tail is small, so the workers finish together
+    assert all(a >= b for a, b in itertools.pairwise(guided))  # never grows again
+    # One worker, or an unknown total: fixed-size parts.
+    assert set(sizes(100, total=1000, workers=1)) == {100}
+    assert sizes(600) == [600, 400]
     # A total that undercounts (rows appended meanwhile) still yields everything.
-    assert sum(len(c) for c in _chunks(iter(rows), 64, total=10, workers=2)) == 1000
+    assert sum(sizes(64, total=10, workers=2)) == 1000
+
+
+def test_parts_of_raw_lines_are_bounded_in_bytes() -> None:
+    from chatfmt.data_pipeline.pipeline import _parts
+
+    lines = [(i, b"x" * 10) for i in range(100)]
+    parts = [part for _, part in _parts(iter(lines), 64, max_bytes=35)]
+    assert [len(p) for p in parts] == [4] * 25  # 40 bytes reach the 35-byte bound
+    assert [r for p in parts for r in p] == lines
 
 
 def test_count_rows_counts_jsonl_rows_as_read(tmp_path: Path) -> None:
@@ -156,24 +315,6 @@ def test_count_rows_counts_jsonl_rows_as_read(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     src.write_bytes(b'{"a": 1}\n\n  \n{"a": 2}\n{"a": 3}')  # blank lines, no final newline
     assert count_rows(src) == len(list(read_rows(src))) == 3
-
-
-def test_worker_pool_pipes_are_enlarged() -> None:
-    fcntl = pytest.importorskip("fcntl")
-    if not hasattr(fcntl, "F_GETPIPE_SZ"):
-        pytest.skip("pipe sizes are Linux-only")
-    import multiprocessing as mp
-
-    from chatfmt.data_pipeline.pipeline import _PIPE_BYTES, _enlarge_pipes
-
-    with mp.get_context("fork").Pool(1) as pool:
-        pipes = [pool._inqueue._writer, pool._outqueue._writer]  # type: ignore[attr-defined]
-        before = [fcntl.fcntl(c.fileno(), fcntl.F_GETPIPE_SZ) for c in pipes]
-        _enlarge_pipes(pool)
-        after = [fcntl.fcntl(c.fileno(), fcntl.F_GETPIPE_SZ) for c in pipes]
-        assert pool.apply(len, ("abc",)) == 3  # still works
-    assert after == [_PIPE_BYTES, _PIPE_BYTES] and before != after
-    _enlarge_pipes(object())  # anything else: a no-op, not an error
 
 
 def _pinned_probe(config: Any, cpus: list[int], slots: Any, queue: Any) -> None:
@@ -209,7 +350,7 @@ def test_workers_are_pinned_one_cpu_each(qwen: Path) -> None:
     assert sorted(os.sched_getaffinity(0)) == allowed  # the parent is never pinned
 
 
-def test_chunk_encoding_does_not_import_pandas(qwen: Path) -> None:
+def test_part_writing_does_not_import_pandas(tmp_path: Path, qwen: Path) -> None:
     """pyarrow.array() imports pandas on first use (~0.2 s per worker); the pipeline avoids it."""
     import subprocess
     import sys
@@ -217,12 +358,13 @@ def test_chunk_encoding_does_not_import_pandas(qwen: Path) -> None:
     code = f"""
 import json, sys
 import chatfmt
-from chatfmt.data_pipeline.pipeline import TokenizeConfig, encode_chunk
+from pathlib import Path
+from chatfmt.data_pipeline.pipeline import TokenizeConfig, write_part
 from chatfmt.tokens import load_tokenizer
 cfg = TokenizeConfig(template=chatfmt.get_template("chatml"), tokenizer=load_tokenizer({str(qwen)!r}))
 row = json.dumps({{"messages": [{{"role": "user", "content": "q"}}, {{"role": "assistant", "content": "a"}}]}})
-out = encode_chunk([(0, row.encode())], cfg)
-assert out.rows == 1 and out.parquet
+out = write_part((0, [(0, row.encode())]), Path({str(tmp_path)!r}), cfg)
+assert out.rows == 1 and out.file.stat().st_size
 print("pandas" in sys.modules)
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -236,14 +378,12 @@ def test_a_row_that_is_not_utf8_is_rejected_alone(tmp_path: Path, qwen: Path) ->
     bad = b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}'
     src = tmp_path / "in.jsonl"
     src.write_bytes(good + b"\n" + bad + b"\n" + good + b"\n")
-    s = tokenize_dataset(
-        src, tmp_path / "o.parquet", template="chatml", tokenizer=qwen, progress=False
-    )
+    s = tokenize_dataset(src, tmp_path / "o", template="chatml", tokenizer=qwen, progress=False)
     errors = [json.loads(x) for x in (tmp_path / "o.errors.jsonl").read_text().splitlines()]
     assert (s.samples_in, s.samples_out, s.errors) == (3, 2, 1)
     assert errors[0]["row"] == 1 and "UnicodeDecodeError" in errors[0]["reason"]
     assert errors[0]["kind"] == "invalid_json"
-    assert [r["row"] for r in _read(tmp_path / "o.parquet")] == [0, 2]
+    assert [r["row"] for r in _read(tmp_path / "o")] == [0, 2]
 
 
 def test_rows_of_any_shape_are_rejected_alone_with_their_reason(tmp_path: Path, qwen: Path) -> None:
@@ -260,9 +400,7 @@ def test_rows_of_any_shape_are_rejected_alone_with_their_reason(tmp_path: Path, 
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    s = tokenize_dataset(
-        src, tmp_path / "o.parquet", template="chatml", tokenizer=qwen, progress=False
-    )
+    s = tokenize_dataset(src, tmp_path / "o", template="chatml", tokenizer=qwen, progress=False)
     errors = {e["row"]: e for e in map(json.loads, (tmp_path / "o.errors.jsonl").open())}
     assert (s.samples_in, s.samples_out, s.errors) == (7, 1, 6)
     assert sorted(errors) == [0, 1, 2, 3, 4, 6]
@@ -275,17 +413,17 @@ def test_max_length_truncate_and_drop(tmp_path: Path, qwen: Path) -> None:
     src = _write_jsonl(tmp_path / "in.jsonl", _rows())
     s = tokenize_dataset(
         src,
-        tmp_path / "t.parquet",
+        tmp_path / "t",
         template="chatml",
         tokenizer=qwen,
         max_length=20,
         overflow="truncate",
         progress=False,
     )
-    assert s.truncated > 0 and all(r["num_tokens"] <= 20 for r in _read(tmp_path / "t.parquet"))
+    assert s.truncated > 0 and all(r["num_tokens"] <= 20 for r in _read(tmp_path / "t"))
     s = tokenize_dataset(
         src,
-        tmp_path / "d.parquet",
+        tmp_path / "d",
         template="chatml",
         tokenizer=qwen,
         max_length=20,
@@ -297,7 +435,7 @@ def test_max_length_truncate_and_drop(tmp_path: Path, qwen: Path) -> None:
     assert s.samples_out + s.dropped_too_long + s.errors == s.samples_in
     s = tokenize_dataset(
         src,
-        tmp_path / "e.parquet",
+        tmp_path / "e",
         template="chatml",
         tokenizer=qwen,
         max_length=20,
@@ -317,7 +455,7 @@ def test_parquet_and_hf_datasets_input(tmp_path: Path, qwen: Path) -> None:
     pq.write_table(pa.Table.from_pylist(good), tmp_path / "in.parquet")
     s = tokenize_dataset(
         tmp_path / "in.parquet",
-        tmp_path / "p.parquet",
+        tmp_path / "p",
         template="chatml",
         tokenizer=qwen,
         progress=False,
@@ -325,11 +463,43 @@ def test_parquet_and_hf_datasets_input(tmp_path: Path, qwen: Path) -> None:
     assert s.samples_out == len(good)
     datasets.Dataset.from_list(good).save_to_disk(str(tmp_path / "hf"))
     s2 = tokenize_dataset(
-        tmp_path / "hf", tmp_path / "h.parquet", template="chatml", tokenizer=qwen, progress=False
+        tmp_path / "hf", tmp_path / "h", template="chatml", tokenizer=qwen, progress=False
     )
-    assert _read(tmp_path / "p.parquet") == _read(tmp_path / "h.parquet") and s2.samples_out == len(
-        good
-    )
+    assert _read(tmp_path / "p") == _read(tmp_path / "h") and s2.samples_out == len(good)
+
+
+def test_cli_tokenize_exit_status(tmp_path: Path, qwen: Path) -> None:
+    """1 when no row was written (said in one line), 2 when the run failed (nothing left)."""
+    from chatfmt.cli import app
+
+    runner = CliRunner()
+
+    def tokenize(src: Path, out: str, *extra: str) -> Any:
+        args = ["tokenize", str(src), "-t", "chatml", "--tokenizer", str(qwen), "-o", out]
+        return runner.invoke(app, [*args, *extra])
+
+    bad = _write_jsonl(tmp_path / "bad.jsonl", ["{no", {"text": "x"}])
+    res = tokenize(bad, str(tmp_path / "bad"))
+    assert res.exit_code == 1
+    assert res.stderr.strip().splitlines() == [
+        f"error: no rows were written: all 2 rows were rejected (see {tmp_path / 'bad.errors.jsonl'})"
+    ]
+    assert len((tmp_path / "bad.errors.jsonl").read_text().splitlines()) == 2
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    res = tokenize(empty, str(tmp_path / "empty"))
+    assert res.exit_code == 1 and "the input has no rows" in res.stderr
+
+    good = _write_jsonl(tmp_path / "in.jsonl", _rows(10))
+    res = tokenize(good, str(tmp_path / "x"), "--tokenizer", str(tmp_path / "missing"))
+    assert res.exit_code == 2 and res.stderr.startswith("error: ")
+    assert not list(tmp_path.glob("x*")) and not list(tmp_path.glob(".x*"))
+    res = tokenize(good, str(tmp_path / "x.parquet"))
+    assert res.exit_code == 2 and "name a folder without the '.parquet' suffix" in res.stderr
+    assert tokenize(good, str(tmp_path / "x")).exit_code == 0
+    res = tokenize(good, str(tmp_path / "x"))
+    assert res.exit_code == 2 and "--overwrite" in res.stderr
+    assert tokenize(good, str(tmp_path / "x"), "--overwrite").exit_code == 0
 
 
 def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
@@ -347,7 +517,7 @@ def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
             "--tokenizer",
             str(qwen),
             "-o",
-            str(tmp_path / "o.parquet"),
+            str(tmp_path / "o"),
             "--max-length",
             "30",
             "--drop",
@@ -359,12 +529,12 @@ def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
     assert summary["samples_in"] == 40 and summary["errors"] == 3
     unpinned = [
         "tokenize", str(src), "-t", "chatml", "--tokenizer", str(qwen), "-o",
-        str(tmp_path / "u.parquet"), "-j", "2", "--no-pin", "--json",
+        str(tmp_path / "u"), "-j", "2", "--no-pin", "--json",
     ]  # fmt: skip
     res = runner.invoke(app, unpinned)
     assert res.exit_code == 0, res.output
-    tokenize_dataset(src, tmp_path / "one.parquet", template="chatml", tokenizer=qwen)
-    assert _read(tmp_path / "u.parquet") == _read(tmp_path / "one.parquet")
+    tokenize_dataset(src, tmp_path / "one", template="chatml", tokenizer=qwen)
+    assert _read(tmp_path / "u") == _read(tmp_path / "one")
     assert json.loads(res.output)["samples_out"] == 37
     res = runner.invoke(
         app,
@@ -376,7 +546,7 @@ def test_cli_tokenize_and_convert(tmp_path: Path, qwen: Path) -> None:
             "--tokenizer",
             str(qwen),
             "-o",
-            str(tmp_path / "x.parquet"),
+            str(tmp_path / "x"),
             "--truncate",
         ],
     )
@@ -455,12 +625,25 @@ def test_ray_jsonl_ranges_number_lines_as_the_local_reader(tmp_path: Path, unit:
 
 
 def _engine_outputs(tmp_path: Path, name: str, out: Path) -> tuple[list[Any], list[Any]]:
-    """Output rows (``row`` and token columns) and errors file of one engine's run."""
+    """Output rows (read in part-name order) and errors file of one engine's run."""
+    errors = [json.loads(x) for x in (tmp_path / f"{name}.errors.jsonl").read_text().splitlines()]
+    return _read(out), [(e["row"], e["kind"]) for e in errors]
+
+
+def _layout(out: Path) -> tuple[list[str], dict[str, Any]]:
+    """Part names (each of the output schema), and the summary without what differs between
+    runs."""
     import pyarrow.parquet as pq
 
-    rows = sorted(pq.read_table(out).to_pylist(), key=lambda r: r["row"])
-    errors = [json.loads(x) for x in (tmp_path / f"{name}.errors.jsonl").read_text().splitlines()]
-    return rows, [(e["row"], e["kind"]) for e in errors]
+    from chatfmt.data_pipeline.pipeline import OUTPUT_SCHEMA
+
+    parts = sorted(p.name for p in out.glob("*.parquet"))
+    assert all(pq.read_schema(out / p) == OUTPUT_SCHEMA() for p in parts)
+    summary = json.loads((out / "_summary.json").read_text(encoding="utf-8"))
+    assert [p["file"] for p in summary["parts"]] == parts
+    assert sorted(p.name for p in out.iterdir()) == ["_summary.json", *parts]
+    run = ("seconds", "output", "errors_file", "engine", "parts")
+    return parts, {k: v for k, v in summary.items() if k not in run}
 
 
 @pytest.mark.slow
@@ -515,20 +698,22 @@ def test_ray_engine_matches_the_local_engine(
             )
             local = tokenize_dataset(
                 path,
-                tmp_path / f"local-{name}.parquet",
+                tmp_path / f"local-{name}",
                 template="chatml",
                 tokenizer=qwen,
                 progress=False,
             )
             got, got_errors = _engine_outputs(tmp_path, f"ray-{name}", tmp_path / f"ray-{name}")
             want, want_errors = _engine_outputs(
-                tmp_path, f"local-{name}", tmp_path / f"local-{name}.parquet"
+                tmp_path, f"local-{name}", tmp_path / f"local-{name}"
             )
-            assert got == want
+            assert got == want  # the same rows, in input order, part after part
             assert got_errors == want_errors
-            assert summary.to_dict() | {"seconds": 0, "output": "", "errors_file": ""} == (
-                local.to_dict() | {"seconds": 0, "output": "", "errors_file": ""}
-            )
+            ray_parts, ray_summary = _layout(tmp_path / f"ray-{name}")
+            _, local_summary = _layout(tmp_path / f"local-{name}")
+            assert ray_parts == [f"part-{i:05d}.parquet" for i in range(len(ray_parts))]
+            assert ray_summary == local_summary
+            assert (summary.engine, local.engine) == ("ray", "local")
     finally:
         ray.shutdown()
     kinds = dict(_engine_outputs(tmp_path, "ray-in", tmp_path / "ray-in")[1])

@@ -12,8 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError, ValidationError
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import parse
 from chatfmt.segments import Kind, join
 
 from _support import ROOT, TOOLS, conversations, official_render, official_source, texts
@@ -203,7 +204,11 @@ def test_registry_and_config() -> None:
 
 # ------------------------------------------------------------------ parsing round trips
 plain_texts = texts().filter(lambda t: "<" not in t and "\\" not in t)
-non_strings = json_values.filter(lambda v: not isinstance(v, str))
+#: Without token ids an end-of-turn marker's text ends the turn wherever it is (docs/parsing.md).
+_END_MARKERS = ("<|user|>", "<|observation|>", "<|endoftext|>")
+non_strings = json_values.filter(
+    lambda v: not isinstance(v, str) and not any(w in json.dumps(v) for w in _END_MARKERS)
+)
 
 
 @given(
@@ -212,9 +217,8 @@ non_strings = json_values.filter(lambda v: not isinstance(v, str))
     ),
     reasoning=st.sampled_from(["", "Let me think\nstep by step.", "先想一想 🙂"]),
     content=st.sampled_from(["", "Checking.", "好的"]),
-    chunk=st.integers(1, 9),
 )
-def test_round_trip(args: list[dict[str, Any]], reasoning: str, content: str, chunk: int) -> None:
+def test_round_trip(args: list[dict[str, Any]], reasoning: str, content: str) -> None:
     """Model output after the ``<think>`` prompt parses back into the turn (whole or streamed)."""
     tpl = chatfmt.get_template("glm4.7")
     calls = [
@@ -229,13 +233,7 @@ def test_round_trip(args: list[dict[str, Any]], reasoning: str, content: str, ch
     text = "".join(s.text for s in segs if s.trained and s.message == 1)
     # After the generation prompt (``<|assistant|><think>``) the model writes the rest.
     output = text.removeprefix("<think>") if reasoning else "</think>" + text
-    msg = parse(output, tpl, tools=TOOLS)
-    sp = StreamParser(tpl, tools=TOOLS)
-    deltas = []
-    for k in range(0, len(output), chunk):
-        deltas += sp.feed(output[k : k + chunk])
-    deltas += sp.finish()
-    streamed = merge_deltas(deltas)
+    msg = assert_stream_equals_whole(output, tpl, tools=TOOLS)
     assert (msg.get("reasoning_content") or "") == reasoning
     assert (msg["content"] or "") == content
     got = msg.get("tool_calls", [])
@@ -243,9 +241,6 @@ def test_round_trip(args: list[dict[str, Any]], reasoning: str, content: str, ch
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in got] == [
         ("search", a) for a in args
     ]
-    assert [c["function"] for c in streamed.get("tool_calls", [])] == [c["function"] for c in got]
-    assert streamed.get("reasoning_content") == msg.get("reasoning_content")
-    assert streamed["content"] == msg["content"]
 
 
 def test_round_trip_typed_values_with_schema() -> None:

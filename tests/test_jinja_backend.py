@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import TemplateError, TemplateRenderError, ValidationError
-from chatfmt.jinja import JinjaTemplate, SegmentTraceWarning, recognize
+from chatfmt.jinja import JinjaTemplate, RecognizedTemplate, SegmentTraceWarning, recognize
 from chatfmt.jinja.environment import compile_template
 from chatfmt.jinja.inputs import MARKER_CHARS
 from chatfmt.segments import Kind, join
@@ -311,9 +311,10 @@ def test_gguf_chat_template(tmp_path: Path) -> None:
 
 def test_recognition_by_fingerprint_and_probe(shared_dir: Path) -> None:
     qwen3 = official_source("Qwen-Qwen3-0.6B.jinja")
-    rec = recognize(qwen3 + "\n")  # trailing whitespace does not matter
+    rec = recognize(qwen3 + "\n")  # one trailing newline does not matter (Jinja drops it)
     assert rec.method == "fingerprint" and rec.template is chatfmt.get_template("qwen3")
-    assert chatfmt.get_template(qwen3) is rec.template
+    loaded = chatfmt.get_template(qwen3)
+    assert isinstance(loaded, RecognizedTemplate) and loaded.native is rec.template
     probe = recognize(CHATML)
     assert probe.method == "probe" and probe.template is chatfmt.get_template("chatml")
     assert recognize(CHATML.replace("\\n", " ")).describe() == "jinja (not recognized)"

@@ -1,21 +1,21 @@
 """The peer parser cases (vLLM and SGLang test expectations) against chatfmt.parsing.
 
 Every case passes, or differs by a documented policy choice listed in
-``POLICY_DIFFERENCES`` (also in docs/parsing.md). Each case is also run with
-several chunkings; the merged stream must equal ``parse()`` exactly.
+``POLICY_DIFFERENCES`` (also in docs/parsing.md). Each case is also streamed in
+every chunking of ``_streaming.chunkings`` (every single cut of short outputs);
+the merged stream must equal ``parse()`` exactly.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from _streaming import assert_stream_equals_whole
 
 from _support import SHARED
 
@@ -124,39 +124,11 @@ def output_of(case: dict[str, Any]) -> str:
     return case["model_output"]
 
 
-def chunkings(text: str, case: dict[str, Any]) -> list[list[str]]:
-    rnd = random.Random(text)
-    cuts = sorted(rnd.sample(range(1, len(text)), min(len(text) - 1, 7))) if len(text) > 1 else []
-    rand = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-    out = [
-        [text],
-        [text[i : i + 1] for i in range(len(text))],
-        [text[i : i + 4] for i in range(0, len(text), 4)],
-        rand,
-    ]
-    if "chunks" in case and "".join(case["chunks"]) == text:
-        out.append(case["chunks"])
-    return out
-
-
-def stream(
-    chunks: list[str], parser: str, tools: Any
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    sp = StreamParser(parser=parser, tools=tools, id_factory=ids)
-    deltas = []
-    for chunk in chunks:
-        deltas += sp.feed(chunk)
-    deltas += sp.finish()
-    return merge_deltas(deltas), deltas
-
-
 def _norm_content(text: str | None) -> str | None:
     return text.strip() or None if text else None
 
 
-def mismatches(
-    case: dict[str, Any], msg: dict[str, Any], deltas: list[dict[str, Any]]
-) -> list[str]:
+def mismatches(case: dict[str, Any], msg: dict[str, Any]) -> list[str]:
     """How ``msg`` differs from the case's expectation (empty: passes)."""
     problems = []
     if case.get("expected_tool_calls_assertion") == "must_not_raise":
@@ -191,11 +163,12 @@ def mismatches(
 def test_peer_case(case: dict[str, Any], shared_dir: Path) -> None:
     parser, tools = parser_of(case), tools_of(case)
     text = output_of(case)
-    whole = parse(text, parser=parser, tools=tools, id_factory=ids)
-    for chunks in chunkings(text, case):
-        merged, _ = stream(chunks, parser, tools)
-        assert merged == whole, chunks
-    problems = mismatches(case, whole, [])
+    own = case.get("chunks")
+    extra = [own] if own and "".join(own) == text else []
+    whole = assert_stream_equals_whole(
+        text, parser=parser, tools=tools, id_factory=ids, extra=extra
+    )
+    problems = mismatches(case, whole)
     if case["id"] in POLICY_DIFFERENCES:
         assert problems, f"{case['id']} now passes: remove it from POLICY_DIFFERENCES"
     else:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ParseError
 from chatfmt.parsing import StreamParser, merge_deltas, parse
 from chatfmt.parsing.json_stream import JsonScanner
@@ -197,12 +198,11 @@ def test_stream_equals_parse_random_splits(
     assert _stream(parser, chunks) == run(parser, text)
 
 
-@pytest.mark.parametrize("size", [1, 4])
 @pytest.mark.parametrize("case", EXAMPLES, ids=[f"{c[0]}-{i}" for i, c in enumerate(EXAMPLES)])
-def test_stream_equals_parse_fixed_sizes(case: tuple[str, str, Any, Any], size: int) -> None:
+def test_stream_equals_parse_every_chunking(case: tuple[str, str, Any, Any]) -> None:
+    """Whole, 1/4-character, random and every single cut (see ``_streaming.chunkings``)."""
     parser, text = case[0], case[1]
-    chunks = [text[i : i + size] for i in range(0, len(text), size)]
-    assert _stream(parser, chunks) == run(parser, text)
+    assert_stream_equals_whole(text, parser=parser)
 
 
 def test_argument_deltas_are_the_models_text() -> None:

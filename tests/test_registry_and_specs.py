@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +158,126 @@ def test_generation_config_bundled() -> None:
 def test_unknown_option_rejected() -> None:
     with pytest.raises(TemplateError, match="no option"):
         chatfmt.render(MESSAGES, "chatml", enable_thinking=True)
+
+
+# ---------------------------------------------------------------------- collisions and the built-in list
+def _spec(name: str, aliases: tuple[str, ...] = (), model_ids: tuple[str, ...] = ()) -> Any:
+    from chatfmt import RoleFormat, TemplateSpec
+
+    return TemplateSpec(
+        name=name,
+        aliases=aliases,
+        model_ids=model_ids,
+        roles={"user": RoleFormat("u:"), "assistant": RoleFormat("a:", "|")},
+    )
+
+
+@pytest.mark.parametrize(
+    ("second", "needle"),
+    [
+        (("first",), "template name 'first' is already registered"),
+        (("FIRST-ALIAS",), "template name 'FIRST-ALIAS' is already an alias of 'first'"),
+        (("second", ("first",)), "alias 'first' of 'second' is the name of template 'first'"),
+        (("second", ("first-alias",)), "alias 'first-alias' of 'second' is already an alias"),
+        (("second", (), ("Org/Model",)), "model id 'org/model' of 'second' already names"),
+    ],
+)
+def test_registry_refuses_name_alias_and_model_id_collisions(
+    second: tuple[Any, ...], needle: str
+) -> None:
+    reg = Registry(builtins=False)
+    first = reg.register(_spec("first", ("first-alias",), ("org/model",)))
+    with pytest.raises(TemplateError, match=re.escape(needle)):
+        reg.register(_spec(*second))
+    assert reg.get("first-alias") is first and reg.get("org/model") is first
+
+
+def test_replace_is_explicit_and_leaves_no_stale_alias() -> None:
+    reg = Registry(builtins=False)
+    reg.register(_spec("first", ("old-alias",), ("org/model",)))
+    new = reg.register(_spec("first", ("new-alias",)), replace=True)
+    assert reg.get("first") is new and reg.get("new-alias") is new
+    with pytest.raises(TemplateNotFoundError):
+        reg.get("old-alias")  # the replaced template's alias went with it
+    with pytest.raises(TemplateNotFoundError):
+        reg.get("org/model")
+    taker = reg.register(_spec("other", ("new-alias",)), replace=True)  # takes the alias over
+    assert reg.get("new-alias") is taker and reg.get("first") is new
+    with pytest.raises(TemplateError, match="is the name of template"):
+        reg.register(_spec("third", ("first",)), replace=True)  # never hides a name
+
+
+def test_builtin_templates_are_listed_in_one_place() -> None:
+    import pkgutil
+
+    from chatfmt import formats
+
+    modules = {m.name for m in pkgutil.iter_modules(formats.__path__)}
+    assert modules == set(formats.BUILTIN_MODULES)
+    for name in formats.BUILTIN_MODULES:  # no module registers anything at import
+        source = (Path(formats.__path__[0]) / f"{name}.py").read_text(encoding="utf-8")
+        assert "registry import" not in source and "replace=True" not in source, name
+    builtins = formats.builtin_templates()
+    assert len({t.name for t in builtins}) == len(builtins)
+    assert chatfmt.REGISTRY.names() == sorted(t.name for t in builtins)
+    fresh = Registry()  # loading the list again into a new registry meets no collision
+    assert fresh.names() == chatfmt.REGISTRY.names()
+
+
+def test_every_alias_and_model_id_names_the_template_that_declares_it() -> None:
+    """No stale alias: the seed's ``<|end|>`` format is ``starchat``, ``zephyr`` the official one."""
+    from chatfmt.formats import misc
+
+    reg = chatfmt.REGISTRY
+    reg.names()
+    for alias, key in reg._aliases.items():
+        assert alias in {a.lower() for a in reg._templates[key].aliases}, alias
+    for tpl in reg:
+        for word in (*tpl.aliases, *tpl.model_ids):
+            assert chatfmt.get_template(word) is tpl, (word, tpl.name)
+    assert chatfmt.get_template("starchat") is misc.STARCHAT
+    assert chatfmt.get_template("zephyr") is misc.ZEPHYR
+    assert "starchat" not in misc.ZEPHYR.aliases
+
+
+def test_resolution_is_cached_and_register_invalidates_it() -> None:
+    reg = Registry(builtins=False)
+    first = reg.register(_spec("first", ("alias-one",), ("org/first-7b",)))
+    for query in ("first", "Alias-One", "org/first-7b"):
+        assert reg.get(query) is first
+        assert reg._resolved[query] is first  # remembered under the exact query
+        assert reg.get(query) is first
+    with pytest.raises(TemplateNotFoundError):
+        reg.get("late")  # a miss is not remembered ...
+    late = reg.register(_spec("late"))
+    assert reg.get("late") is late  # ... so a later registration is found
+    again = reg.register(_spec("first", ("alias-one",)), replace=True)
+    assert reg.get("first") is again and reg.get("Alias-One") is again
+
+
+def test_paths_are_not_remembered(tmp_path: Path) -> None:
+    reg = Registry()
+    path = tmp_path / "tpl.json"
+    path.write_text(json.dumps(SPEC))
+    assert reg.get(str(path)).name == "my-chat"
+    assert str(path) not in reg._resolved
+    path.write_text(json.dumps({**SPEC, "name": "edited"}))
+    assert reg.get(str(path)).name == "edited"
+
+
+def test_tool_parser_names_cannot_collide() -> None:
+    from chatfmt.errors import ChatFmtError
+    from chatfmt.parsing.base import TOOL_PARSERS, FormatParser, register_tool_parser
+
+    hermes = TOOL_PARSERS["hermes"]
+    assert register_tool_parser(hermes, "hermes") is hermes  # the same parser again is fine
+
+    class Impostor(FormatParser):
+        name = "impostor-test-parser"
+
+    try:
+        with pytest.raises(ChatFmtError, match="tool parser name 'hermes' is taken by"):
+            register_tool_parser(Impostor, "hermes")
+    finally:
+        TOOL_PARSERS.pop(Impostor.name, None)
+    assert TOOL_PARSERS["hermes"] is hermes

@@ -147,14 +147,14 @@ def _conv(tmp_path: Path) -> str:
 
 @pytest.mark.parametrize("key", ["tools", "now", "messages", "sequence_start"])
 def test_cli_option_rejects_render_parameters(tmp_path: Path, key: str) -> None:
-    result = runner.invoke(app, ["render", "-t", "qwen3", "-o", f"{key}=[]", _conv(tmp_path)])
+    result = runner.invoke(app, ["render", "-t", "qwen3", "-O", f"{key}=[]", _conv(tmp_path)])
     assert result.exit_code == 2
     assert "render parameter" in result.output
 
 
 @pytest.mark.parametrize(("value", "closed"), [("False", True), ("false", True), ("True", False)])
 def test_cli_option_python_booleans(tmp_path: Path, value: str, closed: bool) -> None:
-    args = ["render", "-t", "qwen3", "-o", f"enable_thinking={value}", _conv(tmp_path)]
+    args = ["render", "-t", "qwen3", "-O", f"enable_thinking={value}", _conv(tmp_path)]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert result.output.endswith("<think>\n\n</think>\n\n") is closed

@@ -15,6 +15,7 @@ import chatfmt
 from chatfmt.data_pipeline import record_to_conversation, tokenize_dataset
 from chatfmt.errors import ParseError, TokenizationError, UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import base as parsing_base
 from chatfmt.parsing.blocks import BlockParser
 from chatfmt.parsing.deepseek import DeepSeekV3Parser
 from chatfmt.parsing.internlm2 import InternLM2Parser
@@ -22,7 +23,7 @@ from chatfmt.parsing.llama3 import Llama3JsonParser
 from chatfmt.parsing.mistral import MistralParser
 from chatfmt.spec import SpecTemplate, spec_from_dict
 from chatfmt.tokens import encode, encode_batch, load_tokenizer
-from chatfmt.tokens.encode import _special_pattern
+from chatfmt.tokens.control import pattern_of as _special_pattern
 
 from _support import SHARED
 
@@ -244,10 +245,13 @@ def test_prefill_probe_swallows_only_chatfmt_errors(monkeypatch: pytest.MonkeyPa
     def bug(*_a: Any, **_k: Any) -> str:
         raise RuntimeError("template bug")
 
+    # The probe runs once per template: a fresh plan cache (restored after the test).
+    monkeypatch.setattr(parsing_base, "_PLANS", type(parsing_base._PLANS)())
     monkeypatch.setattr(type(tpl), "render", unsupported)
     # cannot probe: assume no prefill, so a leading <think> is still recognised
     assert parse("<think>r</think>a", tpl)["reasoning_content"] == "r"
     monkeypatch.setattr(type(tpl), "render", bug)
+    parsing_base._PLANS.clear()
     with pytest.raises(RuntimeError, match="template bug"):
         parse("a", tpl)
 
@@ -292,12 +296,10 @@ def test_sharegpt_conflicting_system_goes_to_errors_file(tmp_path: Path, qwen: A
     ]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    out = tmp_path / "out.parquet"
+    out = tmp_path / "out"
     summary = tokenize_dataset(src, out, template="qwen3", tokenizer=qwen, progress=False)
     assert summary.to_dict()["errors"] == 1
-    errors = [
-        json.loads(line) for line in out.with_suffix(".errors.jsonl").read_text().splitlines()
-    ]
+    errors = [json.loads(line) for line in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
     assert [e["row"] for e in errors] == [0]
     assert "different system turn" in errors[0]["reason"]
 
@@ -315,11 +317,9 @@ def test_cli_train_on_help_and_values(tmp_path: Path, qwen: Any) -> None:
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}]}) + "\n")
     base = ["tokenize", str(src), "-t", "qwen3", "--tokenizer", str(QWEN), "--no-progress"]
-    bad = runner.invoke(app, [*base, "-o", str(tmp_path / "b.parquet"), "--train-on", "bogus"])
+    bad = runner.invoke(app, [*base, "-o", str(tmp_path / "b"), "--train-on", "bogus"])
     assert bad.exit_code == 2 and "none" in bad.output
-    ok = runner.invoke(
-        app, [*base, "-o", str(tmp_path / "n.parquet"), "--train-on", "none", "--json"]
-    )
+    ok = runner.invoke(app, [*base, "-o", str(tmp_path / "n"), "--train-on", "none", "--json"])
     assert ok.exit_code == 0, ok.output
     summary = json.loads(ok.output)
     assert summary["samples_out"] == 1 and summary["errors"] == 0

@@ -73,7 +73,8 @@ def test_ids_equal_tokenizer_of_rendered_text(name: str, template: str) -> None:
     if not _renders(tpl, SAMPLE, add_generation_prompt=False):
         pytest.skip(f"{template} rejects the sample conversation")
     tok = hf(name)
-    enc = encode(SAMPLE, tpl, tok, train_on="none", add_bos=False)
+    # Every template with every tokenizer: how ids are built, not whether the pair matches.
+    enc = encode(SAMPLE, tpl, tok, train_on="none", add_bos=False, on_mismatch="text")
     text = tpl.render(SAMPLE, add_generation_prompt=False)
     assert enc.text == text
     assert enc.input_ids == oracle(name).encode(text, add_special_tokens=False).ids
@@ -94,7 +95,13 @@ def test_ids_equal_tokenizer_property(name: str, data: dict[str, Any]) -> None:
         except ChatFmtError:
             continue
         enc = encode(
-            data["messages"], tpl, tok, add_generation_prompt=True, train_on="none", add_bos=False
+            data["messages"],
+            tpl,
+            tok,
+            add_generation_prompt=True,
+            train_on="none",
+            add_bos=False,
+            on_mismatch="text",
         )
         assert enc.input_ids == oracle(name).encode(text, add_special_tokens=False).ids
 
@@ -132,9 +139,10 @@ def test_bos_added_when_the_model_adds_it() -> None:
     _need(TOK / "deepseek_v3")
     tok = hf("deepseek_v3")
     assert tok.add_bos and tok.bos_token == "<｜begin▁of▁sentence｜>"
-    enc = encode(SAMPLE[1:3], "chatml", tok)
+    enc = encode(SAMPLE[1:3], "chatml", tok, on_mismatch="text")
     assert enc.input_ids[0] == tok.bos_id
-    assert encode(SAMPLE[1:3], "chatml", tok, add_bos=False).input_ids[0] != tok.bos_id
+    no_bos = encode(SAMPLE[1:3], "chatml", tok, add_bos=False, on_mismatch="text")
+    assert no_bos.input_ids[0] != tok.bos_id
     if "deepseek-v3" in chatfmt.REGISTRY:  # the template renders BOS itself: no second one
         ids = encode(SAMPLE[1:3], "deepseek-v3", tok).input_ids
         assert ids[0] == tok.bos_id and ids[1] != tok.bos_id
@@ -150,7 +158,7 @@ def test_masks_train_assistant_output_only(template: str) -> None:
     ):
         pytest.skip(f"{template} rejects the sample conversation")
     tok = hf("qwen3")
-    enc = encode(SAMPLE, tpl, tok)
+    enc = encode(SAMPLE, tpl, tok, on_mismatch="text")  # masks of every template, one tokenizer
     assert len(enc.input_ids) == len(enc.labels) == len(enc.attention_mask)
     trained = [t for t, lab in zip(enc.input_ids, enc.labels) if lab != IGNORE_INDEX]
     assert all(lab in (IGNORE_INDEX, t) for t, lab in zip(enc.input_ids, enc.labels))
@@ -164,7 +172,7 @@ def test_masks_train_assistant_output_only(template: str) -> None:
     for msg, lab in zip(enc.token_messages, enc.labels):
         if lab != IGNORE_INDEX and msg >= 0:
             assert roles[msg] == "assistant"
-    last = encode(SAMPLE, tpl, tok, train_on="last_assistant")
+    last = encode(SAMPLE, tpl, tok, train_on="last_assistant", on_mismatch="text")
     last_text = tok.decode(
         [t for t, lab in zip(last.input_ids, last.labels) if lab != IGNORE_INDEX]
     )
@@ -185,12 +193,26 @@ def test_trained_end_of_turn_and_untrained_header() -> None:
     assert "<|im_end|>" in table and "trained" in table.splitlines()[-1]
 
 
-def test_nothing_trained_is_an_error() -> None:
+def test_nothing_trained_is_an_error_only_under_an_explicit_training_mask() -> None:
     _need(TOK / "qwen3")
-    with pytest.raises(TokenizationError, match="nothing to train on"):
-        encode(SAMPLE[:2], "chatml", hf("qwen3"))
-    enc = encode(SAMPLE[:2], "chatml", hf("qwen3"), train_on="none", add_generation_prompt=True)
-    assert set(enc.labels) == {IGNORE_INDEX}
+    tok = hf("qwen3")
+    for train_on in ("all_assistant", "last_assistant"):
+        with pytest.raises(TokenizationError, match="nothing to train on"):
+            encode(SAMPLE[:2], "chatml", tok, train_on=train_on)
+    # The commonest call, an inference prompt, needs no option and trains nothing.
+    prompt = chatfmt.encode(SAMPLE, "chatml", tok, add_generation_prompt=True)
+    assert set(prompt.labels) == {IGNORE_INDEX}
+    none = encode(SAMPLE, "chatml", tok, add_generation_prompt=True, train_on="none")
+    assert prompt.input_ids == none.input_ids
+    batch = chatfmt.encode_batch(
+        [SAMPLE[:2], SAMPLE[:4]], "chatml", tok, add_generation_prompt=True
+    )
+    assert all(isinstance(e, chatfmt.Encoding) and e.num_trained == 0 for e in batch)
+    # Without a generation prompt the default is the assistant mask, and no reply is no error.
+    assert encode(SAMPLE, "chatml", tok).labels == (
+        encode(SAMPLE, "chatml", tok, train_on="all_assistant").labels
+    )
+    assert encode(SAMPLE[:2], "chatml", tok).num_trained == 0
 
 
 def test_max_length_is_never_silent() -> None:
@@ -204,7 +226,7 @@ def test_max_length_is_never_silent() -> None:
     left = encode(SAMPLE, "chatml", tok, max_length=20, truncation="left")
     assert left.input_ids == full.input_ids[-20:]
     with pytest.raises(TokenizationError, match="after truncation"):
-        encode(SAMPLE, "chatml", tok, max_length=5, truncation="right")
+        encode(SAMPLE, "chatml", tok, max_length=5, truncation="right", train_on="all_assistant")
 
 
 def test_on_special_raise_names_the_message() -> None:

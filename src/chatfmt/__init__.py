@@ -1,8 +1,6 @@
 """chatfmt: exact, fast and injection-safe LLM chat formats."""
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing
 
 from .api import get_template, list_templates, render, render_segments
 from .config import GenerationConfig
@@ -17,14 +15,14 @@ from .errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from .parsing import StreamParser, merge_deltas, parse
+from .parsing import ParsedMessage, StreamParser, merge_deltas, parse
 from .protocol import Conversation, Message, Tool, ToolCall, validate_conversation
 from .registry import REGISTRY, register
 from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from .tokens import Encoding, encode, encode_batch, load_tokenizer
 
 __version__ = "0.1.0"
@@ -33,7 +31,7 @@ __version__ = "0.1.0"
 _LAZY = {"Encoding", "encode", "encode_batch", "load_tokenizer"}
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     if name in _LAZY:
         from . import tokens
 
@@ -50,6 +48,7 @@ __all__ = [
     "Kind",
     "Message",
     "ParseError",
+    "ParsedMessage",
     "RenderContext",
     "RoleFormat",
     "RoleOrderError",

@@ -18,7 +18,7 @@ def get_template(template: str | Path | Template) -> Template:
 
 
 def list_templates() -> list[Template]:
-    """All registered templates, in registration order."""
+    """All registered templates, sorted by name."""
     return list(REGISTRY)
 
 
@@ -38,7 +38,7 @@ def render(
     ``options`` are the template's own variables (e.g. ``enable_thinking``);
     ``now`` fixes the date for templates that print one.
     """
-    return get_template(template).render(
+    return REGISTRY.get(template).render(
         messages,
         tools=tools,
         add_generation_prompt=add_generation_prompt,
@@ -61,7 +61,7 @@ def render_segments(
     **options: Any,
 ) -> list[Segment]:
     """Like :func:`render`, but return the segments (text, kind, message, trained)."""
-    return get_template(template).segments(
+    return REGISTRY.get(template).segments(
         messages,
         tools=tools,
         add_generation_prompt=add_generation_prompt,

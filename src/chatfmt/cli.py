@@ -6,85 +6,50 @@ import importlib
 import json
 import pkgutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from .api import get_template, list_templates
+from .commands._shared import (
+    RENDER_PARAMETERS,
+    check_output_path,
+    conversation_input,
+    fail,
+    guarded,
+    option_value,
+    read_json_input,
+    template_options,
+)
 from .errors import ChatFmtError
 
-app = typer.Typer(
+__all__ = ["app", "fail", "main", "option_value", "read_json_input", "templates_markdown"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class GuardedTyper(typer.Typer):
+    """A Typer app whose every command reports input errors in one line (see :func:`guarded`)."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[F], F]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(func: F) -> F:
+            register(guarded(func))
+            return func
+
+        return decorator
+
+
+app = GuardedTyper(
     name="chatfmt",
     help="Exact, fast and injection-safe LLM chat formats.",
     no_args_is_help=True,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-
-
-def fail(message: str) -> typer.Exit:
-    """Print an error for the user and return the exit to raise."""
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
-
-
-def read_json_input(source: str) -> Any:
-    """Read JSON from a file path or ``-`` (standard input)."""
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(f"cannot read {source}: {exc.strerror}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(
-            f"{source}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
-        ) from None
-
-
-#: Render parameters that ``--option`` may not set, and where they come from instead.
-RENDER_PARAMETERS = {
-    "messages": "give them in the input file",
-    "tools": "give them in the input file as {'messages': [...], 'tools': [...]}",
-    "now": "use --now",
-    "add_generation_prompt": "use --no-generation-prompt",
-    "continue_final_message": "use --continue-final-message",
-    "sequence_start": "use --follow-up",
-}
-_PYTHON_LITERALS = {"True": True, "False": False, "None": None}
-#: Spellings that look like a boolean or null but are neither JSON nor Python literals.
-_AMBIGUOUS = {"true", "false", "null", "none", "yes", "no", "on", "off"}
-
-
-def option_value(text: str) -> Any:
-    """An ``--option`` value: Python ``True``/``False``/``None``, else JSON, else a plain string.
-
-    A string that looks like a boolean or null but is neither (``TRUE``, ``yes``) or a
-    malformed JSON value (``[1,``) is an error rather than silently a string; quote it as
-    JSON (``'"yes"'``) to pass that string.
-    """
-    if text in _PYTHON_LITERALS:
-        return _PYTHON_LITERALS[text]
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        pass
-    stripped = text.strip()
-    if stripped.lower() in _AMBIGUOUS or stripped[:1] in ('"', "[", "{") or _is_number(stripped):
-        raise fail(
-            f"--option value {text!r} is ambiguous or malformed: use true/false/null (or "
-            "True/False/None), valid JSON, or a JSON string in quotes"
-        )
-    return text
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def templates_markdown() -> str:
@@ -196,62 +161,63 @@ def render_cmd(
         list[str] | None,
         typer.Option(
             "--option",
-            "-o",
+            "-O",
             help="Template variable NAME=VALUE (repeatable); VALUE is JSON or True/False/None, "
             "else a plain string.",
         ),
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the prompt (or --json segments) to this file."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the segments as JSON.")] = False,
 ) -> None:
     """Render a conversation with a template."""
-    data = read_json_input(source)
-    if isinstance(data, list):
-        messages, tools = data, None
-    elif isinstance(data, dict) and "messages" in data:
-        messages, tools = data["messages"], data.get("tools")
-    else:
-        raise fail(f"{source}: expected a list of messages or an object with 'messages'")
-    options = {}
-    for item in option or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise fail(f"--option {item!r}: expected NAME=VALUE")
-        if key in RENDER_PARAMETERS:
-            raise fail(
-                f"--option {key}: {key!r} is a render parameter, not a template option "
-                f"({RENDER_PARAMETERS[key]})"
-            )
-        options[key] = option_value(value)
-    try:
-        segments = get_template(template).segments(
-            messages,
-            tools=tools,
-            add_generation_prompt=not no_generation_prompt and not continue_final,
-            continue_final_message=continue_final,
-            sequence_start=not follow_up,
-            now=now,
-            **options,
-        )
-    except ChatFmtError as exc:
-        raise fail(str(exc)) from None
+    check_output_path(output)
+    messages, tools = conversation_input(source)
+    options = template_options(option, reserved=RENDER_PARAMETERS)
+    segments = get_template(template).segments(
+        messages,
+        tools=tools,
+        add_generation_prompt=not no_generation_prompt and not continue_final,
+        continue_final_message=continue_final,
+        sequence_start=not follow_up,
+        now=now,
+        **options,
+    )
     if as_json:
-        typer.echo(json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2))
+        text = json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2) + "\n"
     else:
         text = "".join(s.text for s in segments)
-        try:
-            sys.stdout.write(text)
-        except UnicodeEncodeError as exc:
-            raise fail(
-                f"the prompt contains {text[exc.start]!r} at char {exc.start}, which cannot be "
-                "written as UTF-8 (a lone surrogate in the input)"
-            ) from None
-        sys.stdout.flush()
+    write_text(text, output)
+
+
+def write_text(text: str, output: Path | None) -> None:
+    """``text`` as UTF-8 to ``output`` or standard output; a lone surrogate is a clear error."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise fail(
+            f"the output contains {text[exc.start]!r} at char {exc.start}, which cannot be "
+            "written as UTF-8 (a lone surrogate in the input)"
+        ) from None
+    if output is not None:
+        output.write_bytes(data)
+        return
+    stream = getattr(sys.stdout, "buffer", None)
+    if stream is not None:
+        stream.write(data)
+    else:
+        sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _load_command_modules() -> None:
     from . import commands
 
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if mod.name.startswith("_"):  # shared helpers, not a command
+            continue
         module = importlib.import_module(f"{commands.__name__}.{mod.name}")
         module.register(app)
 

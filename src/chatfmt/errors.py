@@ -35,16 +35,67 @@ class UnsupportedFeatureError(ValidationError):
 
 
 class TemplateNotFoundError(ChatFmtError, LookupError):
-    """A template name, model id or path that matches nothing; lists close names."""
+    """A template name, model id or path that matches nothing; lists close names.
+
+    A query that looks like a file path (a path separator at its start, several of them,
+    or a template-file suffix such as ``.jinja``/``.toml``) is reported as a missing file,
+    or as a file that holds no chat template, rather than as an unknown name.
+    """
 
     def __init__(self, query: str, suggestions: Sequence[str] = ()) -> None:
         self.query = query
         self.suggestions = list(suggestions)
+        problem = _path_problem(query)
+        if problem is not None:
+            self.suggestions = []
+            super().__init__(f"template file {query!r} {problem}")
+            return
         hint = f" Did you mean: {', '.join(self.suggestions)}?" if self.suggestions else ""
         super().__init__(
             f"no chat template matches {query!r}.{hint} "
             "See `chatfmt templates` for the list, or pass a template file."
         )
+
+
+#: Suffixes of files ``get_template`` loads (Jinja, spec files, configs, GGUF).
+TEMPLATE_FILE_SUFFIXES = (".jinja", ".j2", ".jinja2", ".json", ".toml", ".yaml", ".yml", ".gguf")
+
+
+def looks_like_path(query: str) -> bool:
+    """Whether a template query is meant as a file path rather than a name or model id.
+
+    Model ids (``org/name``) have one inner slash, so a path is: a template-file suffix,
+    a leading ``/``, ``./``, ``../`` or ``~``, a backslash, or two or more slashes.
+    """
+    text = query.strip()
+    return (
+        text.lower().endswith(TEMPLATE_FILE_SUFFIXES)
+        or text.startswith(("/", "./", "../", "~"))
+        or "\\" in text
+        or text.count("/") >= 2
+    )
+
+
+def _path_problem(query: str) -> str | None:
+    """What is wrong with a query naming a file: missing, or not a template; ``None`` for names."""
+    from pathlib import Path
+
+    path = Path(query.strip()).expanduser()
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError):  # a name too long or with NUL bytes is no file
+        exists = is_dir = False
+    if not exists:
+        return "does not exist" if looks_like_path(query) else None
+    if is_dir:
+        return (
+            "is a directory without a chat template (chat_template.jinja, chat_template.json "
+            "or tokenizer_config.json with a chat_template)"
+        )
+    return (
+        "is not a chat template file (expected .jinja/.j2, a .json/.toml/.yaml template spec, "
+        "tokenizer_config.json, chat_template.json or .gguf)"
+    )
 
 
 class TemplateError(ChatFmtError):

@@ -13,6 +13,7 @@ from .errors import RoleOrderError, TemplateError, UnsupportedFeatureError
 from .protocol import Conversation
 from .segments import Segment
 from .template import RenderContext, Template
+from .textfile import read_text
 
 SystemMode = Literal["turn", "first_user", "unsupported"]
 
@@ -224,7 +225,7 @@ def spec_from_dict(data: Mapping[str, Any], *, origin: str = "<dict>") -> Templa
 def load_spec_file(path: str | Path) -> SpecTemplate:
     """Load a declarative template from a ``.toml``, ``.json``, ``.yaml`` or ``.yml`` file."""
     p = Path(path)
-    text = p.read_text(encoding="utf-8")
+    text = read_text(p, error=TemplateError)
     suffix = p.suffix.lower()
     try:
         if suffix == ".toml":

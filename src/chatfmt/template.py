@@ -79,6 +79,9 @@ class Template(ABC):
     supports_reasoning: bool = False
     #: Control strings that only the template may produce (special tokens and markers).
     control_tokens: tuple[str, ...] = ()
+    #: Control strings shaped like special tokens that the model's own tokenizer encodes as
+    #: ordinary text (Zephyr's ``<|user|>``); the others must each be one special id.
+    text_control_tokens: tuple[str, ...] = ()
     #: Names of template variables accepted as ``**options``, with their defaults.
     default_options: ClassVar[Mapping[str, Any]] = {}
     #: Official Jinja files (in ``chatfmt/data/templates/``) this template reproduces byte for byte.

@@ -9,24 +9,17 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import ChatFmtError
+from ._shared import fail as _fail
+from ._shared import template_options
 
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
-
-
-def _options(pairs: list[str] | None) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise _fail(f"--option takes NAME=VALUE (JSON value), got {pair!r}")
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except ValueError:
-            out[key] = value
-    return out
+#: Encode parameters ``--option`` may not set in ``tokenize`` (each has its own flag or field).
+_TOKENIZE_RESERVED = {
+    "messages": "they come from the dataset rows",
+    "tools": "they come from the dataset rows' 'tools' field",
+    "train_on": "use --train-on",
+    "max_length": "use --max-length",
+    "on_special": "use --on-special",
+}
 
 
 def tokenize_cmd(
@@ -43,7 +36,11 @@ def tokenize_cmd(
     ],
     output: Annotated[
         Path,
-        typer.Option("--output", "-o", help="Output Parquet file (a folder with --engine ray)."),
+        typer.Option(
+            "--output",
+            "-o",
+            help="Output folder: part-00000.parquet … and _summary.json (errors: OUT.errors.jsonl).",
+        ),
     ],
     workers: Annotated[int, typer.Option("--workers", "-j", min=1, help="Worker processes.")] = 1,
     max_length: Annotated[
@@ -78,7 +75,10 @@ def tokenize_cmd(
         str, typer.Option("--engine", help="local (multiprocessing) or ray.")
     ] = "local",
     option: Annotated[
-        list[str] | None, typer.Option("--option", help="Template option NAME=VALUE.")
+        list[str] | None,
+        typer.Option(
+            "--option", "-O", help="Template option NAME=VALUE (repeatable; VALUE as in render)."
+        ),
     ] = None,
     no_progress: Annotated[
         bool, typer.Option("--no-progress", help="Hide the progress bar.")
@@ -89,9 +89,16 @@ def tokenize_cmd(
             "--no-pin", help="Let the OS move workers between CPUs (default: one CPU each)."
         ),
     ] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option("--overwrite", help="Replace the output folder of a previous tokenize run."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet."""
+    """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet.
+
+    Exit status: 0 rows written; 1 no row written (all rejected, or none); 2 failed, no output.
+    """
     from ..tokens.encode import TRAIN_ON
 
     if train_on not in TRAIN_ON:
@@ -112,8 +119,9 @@ def tokenize_cmd(
             "train_on": train_on,
             "on_special": on_special,
             "errors_path": errors_file,
-            "options": _options(option),
+            "options": template_options(option, reserved=_TOKENIZE_RESERVED),
             "split": split,
+            "overwrite": overwrite,
         }
         if engine == "ray":
             from ..data_pipeline.ray_engine import tokenize_dataset_ray
@@ -135,6 +143,14 @@ def tokenize_cmd(
     except ChatFmtError as exc:
         raise _fail(str(exc)) from None
     typer.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.report())
+    if not summary.samples_out:
+        why = (
+            f"all {summary.samples_in} rows were rejected (see {summary.errors_file})"
+            if summary.samples_in
+            else "the input has no rows"
+        )
+        typer.secho(f"error: no rows were written: {why}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=1)
 
 
 def convert_cmd(
@@ -147,27 +163,37 @@ def convert_cmd(
     field: Annotated[str, typer.Option("--field", help="Column with the prompt text.")] = "text",
     errors_file: Annotated[Optional[Path], typer.Option("--errors", help="Errors JSONL.")] = None,  # noqa: UP045
 ) -> None:
-    """Convert datasets stored as rendered prompts from one template family to another."""
+    """Convert datasets stored as rendered prompts from one template family to another.
+
+    Rows that fail (including turns with tool calls, results or definitions, which are not
+    converted) are listed in the errors file; the exit code is 1 when no row was converted.
+    """
     from ..api import get_template
     from ..data_pipeline.convert import convert_dataset
 
     if not input_path.exists():
         raise _fail(f"input not found: {input_path}")
-    try:
-        counts = convert_dataset(
-            input_path,
-            output,
-            source=get_template(source),
-            target=get_template(target),
-            field=field,
-            errors_path=errors_file,
-        )
-    except ChatFmtError as exc:
-        raise _fail(str(exc)) from None
+    counts = convert_dataset(
+        input_path,
+        output,
+        source=get_template(source),
+        target=get_template(target),
+        field=field,
+        errors_path=errors_file,
+    )
     typer.echo(
         f"rows: {counts['rows']}  converted: {counts['converted']}  errors: {counts['errors']}\n"
-        f"output: {counts['output']}\nerrors file: {counts['errors_file']}"
+        f"output: {counts['output'] or f'none written ({output} left as it was)'}\n"
+        f"errors file: {counts['errors_file'] or 'none (no row failed)'}"
     )
+    if not counts["converted"]:
+        typer.secho(
+            "error: no row was converted"
+            + (f"; see {counts['errors_file']}" if counts["errors_file"] else " (no input rows)"),
+            fg=typer.colors.RED,
+            err=True,
+        )
+        raise typer.Exit(code=1)
 
 
 def register(app: typer.Typer) -> None:

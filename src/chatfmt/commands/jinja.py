@@ -28,16 +28,14 @@ def register(app: typer.Typer) -> None:
         from ..jinja import detect as detect_source
         from ..jinja import read_path
 
-        try:
-            src = read_path(file)
-            if src is None:
-                raise ChatFmtError(
-                    f"{file}: not a Jinja template file, tokenizer config, model directory or GGUF file"
-                )
-            rec = detect_source(src)
-        except ChatFmtError as exc:
-            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(code=2) from None
+        if not file.exists():
+            raise ChatFmtError(f"{file}: file does not exist")
+        src = read_path(file)
+        if src is None:
+            raise ChatFmtError(
+                f"{file}: not a Jinja template file, tokenizer config, model directory or GGUF file"
+            )
+        rec = detect_source(src)
         if as_json:
             out = {
                 "file": str(file),

@@ -7,14 +7,19 @@ the generation prompt, likewise). A rendered prompt is then read back as a seque
 of ``open(role) content close(role)`` turns. This covers ChatML-like and spec
 templates (role-marked turns in message order); templates that rewrite or reorder
 content (system folded into the first user turn, tool JSON blocks) are refused.
+
+Tool use is not converted: a turn that holds the source template's tool markup (a tool
+call, a tool result, the tool definitions) would be copied through as plain text, so such
+a row is refused with the message index and the markup found.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ChatFmtError, ParseError, TemplateError
+from ..errors import ChatFmtError, ParseError, TemplateError, UnsupportedFeatureError
 from ..segments import Kind, Segment, join
 from ..template import Template
 
@@ -22,8 +27,101 @@ _ROLES_WITH_SYSTEM = ("system", "user", "assistant", "user", "assistant")
 _ROLES_NO_SYSTEM = ("user", "assistant", "user", "assistant")
 
 
+_CODE_FENCE = re.compile(r"`{3}\w*")
+
+
 def _probe_text(i: int) -> str:
     return f"chatfmtprobe{i}x"
+
+
+_PLAIN_PROBE: list[dict[str, Any]] = [
+    {"role": "system", "content": "chatfmtprobesystem"},
+    {"role": "user", "content": "chatfmtprobeuser"},
+    {"role": "assistant", "content": "chatfmtprobeassistant"},
+    {"role": "user", "content": "chatfmtprobeuser2"},
+]
+_PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "chatfmtprobetool",
+            "description": "chatfmtprobedescription",
+            "parameters": {
+                "type": "object",
+                "properties": {"q": {"type": "string", "description": "chatfmtprobeparam"}},
+                "required": ["q"],
+            },
+        },
+    }
+]
+_PROBE_CALL: dict[str, Any] = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "call0",
+            "type": "function",
+            "function": {"name": "chatfmtprobetool", "arguments": {"q": "chatfmtprobearg"}},
+        }
+    ],
+}
+_PROBE_RESULT = {
+    "role": "tool",
+    "tool_call_id": "call0",
+    "name": "chatfmtprobetool",
+    "content": "chatfmtproberesult",
+}
+
+
+def _control_texts(
+    template: Template, conversations: list[list[dict[str, Any]]], **kwargs: Any
+) -> list[tuple[str, int | None, int]]:
+    """``(text, message, conversation)`` of every CONTROL segment of the renders that work."""
+    found = []
+    for n, messages in enumerate(conversations):
+        for gen in (True, False):
+            try:
+                segs = template.segments(messages, add_generation_prompt=gen, **kwargs)
+            except ChatFmtError:
+                continue
+            found += [(s.text, s.message, n) for s in segs if s.kind is Kind.CONTROL]
+    return found
+
+
+def tool_markers(template: Template) -> tuple[str, ...]:
+    """Lines of control text ``template`` writes only for tools, tool calls and tool results.
+
+    Found by rendering probe conversations with and without tool use: a tool turn's control
+    text, or the tool definitions' (cut where plain turns' markers occur), that appears in no
+    plain render's control text is tool markup (``<tool_call>``, ``{"name": "``, a tools
+    preamble). Pieces shorter than 7 characters and bare code fences are left out: they are
+    ordinary text too often (``Args:``, a ```` ```python ```` fence).
+    """
+    if not template.supports_tools:
+        return ()
+    plain_runs = [_PLAIN_PROBE, _PLAIN_PROBE[1:], _PLAIN_PROBE[:3], _PLAIN_PROBE[1:3]]
+    plain = [t for t, _, _ in _control_texts(template, plain_runs)]
+    plain_all = "\n".join(plain)
+    user = _PLAIN_PROBE[1]
+    tool_runs = [
+        [user, _PROBE_CALL, _PROBE_RESULT, {"role": "assistant", "content": "chatfmtprobedone"}],
+        [user, _PROBE_CALL, _PROBE_RESULT],
+        [user, _PROBE_CALL],
+        [user],
+    ]
+    tool_turns = {n: {1, 2} if len(run) > 2 else {1} for n, run in enumerate(tool_runs)}
+    markers: set[str] = set()
+    for text, message, n in _control_texts(template, tool_runs, tools=_PROBE_TOOLS):
+        if message is not None and message not in tool_turns[n]:
+            continue
+        for known in sorted(plain, key=len, reverse=True):
+            if known.strip():
+                text = text.replace(known, "\0")  # a cut: NUL is in no template
+        for chunk in text.split("\0"):
+            chunk = chunk.strip()
+            if len(chunk) >= 7 and not _CODE_FENCE.fullmatch(chunk) and chunk not in plain_all:
+                markers.add(chunk)
+    return tuple(sorted(markers, key=lambda m: (-len(m), m)))
 
 
 @dataclass
@@ -62,6 +160,22 @@ class PromptParser:
         )
         self.generation_prompt = full[len(closed) :] if full.startswith(closed) else ""
         self._self_check()
+        #: Tool markup of this template; a prompt holding any of it is refused (see module doc).
+        self.tool_markers = tool_markers(template)
+
+    def refuse_tool_use(self, messages: list[dict[str, Any]]) -> None:
+        """Raise :class:`UnsupportedFeatureError` for the first message holding tool markup."""
+        for index, message in enumerate(messages):
+            content = message["content"]
+            for marker in self.tool_markers:
+                if marker in content:
+                    raise UnsupportedFeatureError(
+                        f"holds {self.template.name!r} tool markup {marker!r} (a tool call, tool "
+                        "result or tool definitions); convert does not convert tool use between "
+                        "formats and would copy it as plain text",
+                        index=index,
+                        field="content",
+                    )
 
     def _self_check(self) -> None:
         """Refuse templates whose prompts this parser cannot read back exactly."""
@@ -199,6 +313,7 @@ class PromptParser:
 def convert_prompt(text: str, source: PromptParser, target: Template) -> str:
     """Re-render a prompt of ``source``'s template with ``target``."""
     messages, gen = source.parse(text)
+    source.refuse_tool_use(messages)
     return target.render(messages, add_generation_prompt=gen)
 
 
@@ -213,9 +328,14 @@ def convert_dataset(
 ) -> dict[str, Any]:
     """Convert the ``field`` prompts of a dataset from ``source`` to ``target`` (JSONL output).
 
-    Every row keeps its other columns; failing rows go to the errors file.
+    Every row keeps its other columns. Failing rows go to the errors file (JSONL
+    ``{"row", "kind", "reason"}``), which exists only when a row failed (one left by an earlier
+    run is removed). The output is written beside its path and moved there when at least one
+    row converted; when none did, the output path is left as it was (``counts["output"]`` is
+    then ``None``).
     """
     import json
+    import os
     from pathlib import Path
 
     from .pipeline import default_errors_path
@@ -224,31 +344,39 @@ def convert_dataset(
     parser = PromptParser(source)
     out = Path(output_path)
     err = Path(errors_path) if errors_path else default_errors_path(out)
-    counts: dict[str, Any] = {
-        "rows": 0,
-        "converted": 0,
-        "errors": 0,
-        "output": str(out),
-        "errors_file": str(err),
-    }
-    with out.open("w", encoding="utf-8") as fh, err.open("w", encoding="utf-8") as efh:
-        for index, raw in read_rows(Path(input_path)):
-            counts["rows"] += 1
-            try:
-                row = parse_row(raw)
-                text = row.get(field) if isinstance(row, dict) else None
-                if not isinstance(text, str):
-                    raise ParseError(f"row has no string field {field!r}")
-                row[field] = convert_prompt(text, parser, target)
-            except (ValueError, ChatFmtError) as exc:
-                counts["errors"] += 1
-                efh.write(
-                    json.dumps(
-                        {"row": index, "reason": f"{type(exc).__name__}: {exc}"}, ensure_ascii=False
-                    )
-                    + "\n"
-                )
-                continue
-            counts["converted"] += 1
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    counts: dict[str, Any] = {"rows": 0, "converted": 0, "errors": 0, "output": None}
+    counts["errors_file"] = None
+    err.unlink(missing_ok=True)
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    efh = None
+    try:
+        with partial.open("wb") as fh:
+            for index, raw in read_rows(Path(input_path)):
+                counts["rows"] += 1
+                try:
+                    row = parse_row(raw)
+                    text = row.get(field) if isinstance(row, dict) else None
+                    if not isinstance(text, str):
+                        raise ParseError(f"row has no string field {field!r}")
+                    row[field] = convert_prompt(text, parser, target)
+                    line = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
+                except (ValueError, ChatFmtError) as exc:
+                    counts["errors"] += 1
+                    if efh is None:
+                        efh = err.open("w", encoding="utf-8", errors="backslashreplace")
+                        counts["errors_file"] = str(err)
+                    kind = "tool_use" if isinstance(exc, UnsupportedFeatureError) else "error"
+                    reason = f"{type(exc).__name__}: {exc}"
+                    record = {"row": index, "kind": kind, "reason": reason}
+                    efh.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    continue
+                counts["converted"] += 1
+                fh.write(line)
+        if counts["converted"]:
+            partial.replace(out)
+            counts["output"] = str(out)
+    finally:
+        partial.unlink(missing_ok=True)
+        if efh is not None:
+            efh.close()
     return counts

@@ -1,8 +1,11 @@
-"""Tokenize a chat dataset to Parquet with parallel workers; nothing is dropped silently.
+"""Tokenize a chat dataset to a folder of Parquet parts with parallel workers; nothing is
+dropped silently.
 
 Every input row ends in exactly one place: the output (``row`` column keeps its
-index) or the errors file (JSONL ``{"row", "reason", "kind"}``), and the summary
-counts both.
+index) or the errors file (JSONL ``{"row", "kind", "reason"}``), and the summary
+counts both. The input is cut into parts of consecutive rows; each worker tokenizes a part
+and writes it as one Parquet file itself, so the parent only reads rows and collects
+counts (the folder layout and its atomic commit: :mod:`.output`).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import islice
+from functools import partial
+from itertools import count, islice
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,10 +29,19 @@ import numpy as np
 
 from ..errors import ChatFmtError, TokenizationError
 from ..template import Template
+from ..tokens.control import check_tokenizer
 from ..tokens.encode import Encoding, SequenceTooLongError, encode_batch
 from ..tokens.tokenizer import Tokenizer, load_tokenizer
-from .parquet_concat import ParquetConcatWriter
-from .readers import RowTooDeepError, count_rows, parse_row, read_rows
+from .output import check_output, commit_output, output_paths, staged_output
+from .output import default_errors_path as default_errors_path  # convert imports it from here
+from .readers import (
+    DatasetError,
+    RowTooDeepError,
+    count_rows,
+    input_kind,
+    parse_row,
+    read_rows,
+)
 from .records import record_to_conversation
 
 Overflow = Literal["error", "truncate", "drop"]
@@ -62,14 +75,11 @@ class ChunkResult:
 
 
 @dataclass
-class EncodedChunk:
-    """A chunk as the local pipeline's workers return it: its rows already Parquet-encoded.
+class PartResult:
+    """What a worker reports for one part: the file it wrote (``None`` when every row was
+    rejected), its counts and the rejected rows."""
 
-    Encoding and compressing in the workers leaves the parent only appending bytes, so the
-    parent is not the bottleneck when several workers run (see :mod:`.parquet_concat`).
-    """
-
-    parquet: bytes | None
+    file: Path | None
     rows: int
     tokens: int
     trained_tokens: int
@@ -80,7 +90,7 @@ class EncodedChunk:
 
 @dataclass
 class Summary:
-    """Counts of one run (printed by the CLI)."""
+    """Counts of one run (printed by the CLI; written to ``OUT/_summary.json``)."""
 
     samples_in: int = 0
     samples_out: int = 0
@@ -93,10 +103,34 @@ class Summary:
     seconds: float = 0.0
     output: str = ""
     errors_file: str = ""
+    input: str = ""
+    engine: str = "local"
+    template: str = ""
+    tokenizer: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def rejected(self) -> int:
+        """Rows not written: rejected with an error, or dropped as too long."""
+        return self.errors + self.dropped_too_long
+
+    def add_errors(self, errors: Iterable[dict[str, Any]], fh: Any) -> None:
+        """Write rejected rows to the errors file ``fh`` and count them by kind and reason."""
+        for e in errors:
+            fh.write(json.dumps(e, ensure_ascii=False) + "\n")
+            if e["kind"] == "dropped_too_long":
+                self.dropped_too_long += 1
+            else:
+                self.errors += 1
+                self.reasons[
+                    e["reason"].split(":", 1)[0] if e["kind"] == "error" else e["kind"]
+                ] += 1
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["reasons"] = dict(self.reasons)
+        d["rejected"] = self.rejected
         return d
 
     def report(self) -> str:
@@ -110,7 +144,7 @@ class Summary:
         ]
         for reason, n in self.reasons.most_common():
             lines.append(f"  {n:>6}  {reason}")
-        lines.append(f"output:           {self.output}")
+        lines.append(f"output:           {self.output}  ({len(self.parts)} part files)")
         lines.append(f"errors file:      {self.errors_file}")
         lines.append(f"time:             {self.seconds:.2f} s ({rate:.0f} samples/s)")
         return "\n".join(lines)
@@ -248,58 +282,80 @@ WRITE_OPTIONS: dict[str, Any] = {
 }
 
 
-def encode_chunk(
-    chunk: list[tuple[int, Any]], config: TokenizeConfig | None = None
-) -> EncodedChunk:
-    """Tokenize one chunk and encode its good rows as a complete Parquet file (in memory)."""
-    import pyarrow as pa
+def write_part(
+    part: tuple[int, list[tuple[int, Any]]],
+    folder: Path,
+    config: TokenizeConfig | None = None,
+    chunk_size: int = 64,
+) -> PartResult:
+    """Tokenize one part ``(index, rows)`` into ``folder/<index>.parquet.tmp``, one row group
+    per ``chunk_size`` rows; no file when every row is rejected."""
     import pyarrow.parquet as pq
 
-    res = process_chunk(chunk, config)
-    data = None
-    if len(res.rows):
-        sink = pa.BufferOutputStream()
-        pq.write_table(
-            pa.Table.from_batches([_record_batch(res)]),
-            sink,
-            row_group_size=len(res.rows),
-            **WRITE_OPTIONS,
-        )
-        data = sink.getvalue().to_pybytes()
-    return EncodedChunk(
-        parquet=data,
-        rows=len(res.rows),
-        tokens=len(res.ids),
-        trained_tokens=int(res.num_trained.sum()),
-        truncated=int(res.truncated.sum()),
-        errors=res.errors,
-        n_in=res.n_in,
-    )
+    index, rows = part
+    path = folder / f"{index:09d}.parquet.tmp"
+    result = PartResult(None, 0, 0, 0, 0, [], len(rows))
+    writer = None
+    try:
+        for start in range(0, len(rows), chunk_size):
+            res = process_chunk(rows[start : start + chunk_size], config)
+            result.errors.extend(res.errors)
+            if not len(res.rows):
+                continue
+            if writer is None:
+                writer = pq.ParquetWriter(path, OUTPUT_SCHEMA(), **WRITE_OPTIONS)
+            writer.write_batch(_record_batch(res), row_group_size=len(res.rows))
+            result.rows += len(res.rows)
+            result.tokens += len(res.ids)
+            result.trained_tokens += int(res.num_trained.sum())
+            result.truncated += int(res.truncated.sum())
+    finally:
+        if writer is not None:
+            writer.close()
+    result.file = path if writer is not None else None
+    return result
 
 
 # ---------------------------------------------------------------------- the main side
-def _chunks(
-    it: Iterable[tuple[int, Any]], size: int, total: int | None = None, workers: int = 1
-) -> Iterator[list[tuple[int, Any]]]:
-    """Chunks of at most ``size`` rows; with several workers and a known ``total``, chunks
-    shrink towards the end (guided scheduling: a ``1 / (2 · workers)`` share of the rows left)
-    so that the workers finish together instead of one waiting for the other's last chunk."""
+def _parts(
+    it: Iterable[tuple[int, Any]],
+    size: int,
+    total: int | None = None,
+    workers: int = 1,
+    max_bytes: int | None = None,
+) -> Iterator[tuple[int, list[tuple[int, Any]]]]:
+    """Numbered parts of consecutive rows: at most ``size`` rows, and at most about
+    ``max_bytes`` of raw JSONL lines. With several workers and a known ``total``, parts
+    shrink towards the end (guided scheduling: a ``1 / (2 · workers)`` share of the rows
+    left, at least ``_MIN_PART``) so that the workers finish together."""
     iterator = iter(it)
     remaining = total if total is not None and workers > 1 else None
     step = size
-    while True:
+    for index in count():
         if remaining is not None:
-            step = max(_MIN_CHUNK, min(size, -(-remaining // (2 * workers))))
-        chunk = list(islice(iterator, step))
-        if not chunk:
+            step = max(_MIN_PART, min(size, -(-remaining // (2 * workers))))
+        part: list[tuple[int, Any]] = []
+        held = 0
+        for row in islice(iterator, step):
+            part.append(row)
+            if max_bytes is not None and isinstance(row[1], bytes):
+                held += len(row[1])
+                if held >= max_bytes:
+                    break
+        if not part:
             return
         if remaining is not None:
-            remaining -= len(chunk)
-        yield chunk
+            remaining -= len(part)
+        yield index, part
 
 
-#: The smallest chunk of guided scheduling (below it, per-chunk overhead dominates).
-_MIN_CHUNK = 4
+#: The smallest part of guided scheduling: the workers finish within one such part of each
+#: other, and each part is one more file.
+_MIN_PART = 16
+#: Rows per part file, and raw JSONL bytes per part (the rows of a part travel to a worker
+#: in one message, so this bounds the memory a part holds).
+PART_ROWS = 2048
+_PART_BYTES = 32 << 20
 
 
 def _record_batch(res: ChunkResult) -> Any:
@@ -352,16 +408,6 @@ def OUTPUT_SCHEMA() -> Any:
     )
 
 
-def default_errors_path(output: Path) -> Path:
-    """``OUT.errors.jsonl`` beside the output (its suffix replaced)."""
-    name = output.name
-    for suffix in (".parquet", ".pq", ".jsonl", ".json"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return output.with_name(name + ".errors.jsonl")
-
-
 def tokenize_dataset(
     input_path: str | Path,
     output_path: str | Path,
@@ -376,17 +422,22 @@ def tokenize_dataset(
     errors_path: str | Path | None = None,
     split: str | None = None,
     chunk_size: int = 64,
+    part_rows: int = PART_ROWS,
     progress: bool | None = None,
     options: dict[str, Any] | None = None,
     pin_workers: bool = True,
+    overwrite: bool = False,
 ) -> Summary:
-    """Tokenize a dataset to Parquet (``row, input_ids, labels, attention_mask, …``).
+    """Tokenize a dataset into the folder ``output_path``: ``part-00000.parquet`` … (columns
+    ``row, input_ids, labels, attention_mask, num_tokens, num_trained, truncated``; rows in
+    input order) and ``_summary.json``.
 
-    ``workers`` single-threaded worker processes, each pinned to its own CPU when there
-    are enough (``pin_workers=False`` leaves placement to the OS); ``overflow`` for
-    sequences longer than ``max_length``: ``error`` (reject the row), ``truncate`` or
-    ``drop``.
-    Rejected and dropped rows go to ``errors_path`` (default ``OUT.errors.jsonl``).
+    ``workers`` single-threaded worker processes write the part files, each pinned to its
+    own CPU when there are enough (``pin_workers=False`` leaves placement to the OS);
+    ``overflow`` for sequences longer than ``max_length``: ``error`` (reject the row),
+    ``truncate`` or ``drop``. Rejected and dropped rows go to ``errors_path`` (default
+    ``OUT.errors.jsonl`` beside the folder). A non-empty output folder is replaced only with
+    ``overwrite``; a run that fails leaves nothing behind.
     """
     from ..api import get_template
 
@@ -395,8 +446,10 @@ def tokenize_dataset(
     if overflow != "error" and max_length is None:
         raise TokenizationError(f"overflow={overflow!r} needs max_length")
     started = time.perf_counter()
-    src, out = Path(input_path), Path(output_path)
-    err_path = Path(errors_path) if errors_path else default_errors_path(out)
+    src = Path(input_path)
+    out, err_path = output_paths(output_path, errors_path)
+    check_output(out, err_path, overwrite=overwrite)
+    input_kind(src)  # an unknown input type fails here, before any work
     config = TokenizeConfig(
         template=get_template(template),
         tokenizer=load_tokenizer(tokenizer),
@@ -406,56 +459,98 @@ def tokenize_dataset(
         on_special=on_special,
         options=dict(options or {}),
     )
-    summary = Summary(output=str(out), errors_file=str(err_path))
+    check_tokenizer(config.template, config.tokenizer)  # a wrong tokenizer: one error, not per row
+    summary = Summary(
+        output=str(out),
+        errors_file=str(err_path),
+        input=str(src),
+        template=config.template.name,
+        tokenizer=str(tokenizer) if isinstance(tokenizer, (str, Path)) else tokenizer.name,
+        settings=settings_record(
+            {
+                "max_length": max_length,
+                "overflow": overflow,
+                "train_on": train_on,
+                "on_special": on_special,
+                "options": config.options,
+            }
+        ),
+    )
+    files: list[Path] = []
     bar = None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # The workers start first, so they are ready while the rows are counted.
-    with (
-        _chunk_encoder(config, workers, pin_workers) as encode_all,
-        ParquetConcatWriter(out, OUTPUT_SCHEMA(), **WRITE_OPTIONS) as writer,
-        err_path.open("w", encoding="utf-8") as err_fh,
-    ):
-        total = count_rows(src, split)
-        bar = _progress(total, progress)
-        chunks = _chunks(read_rows(src, split=split), chunk_size, total, workers)
-        for res in encode_all(chunks):
-            if res.parquet is not None:
-                writer.append(res.parquet)
-            for e in res.errors:
-                err_fh.write(json.dumps(e, ensure_ascii=False) + "\n")
-                if e["kind"] == "dropped_too_long":
-                    summary.dropped_too_long += 1
-                else:
-                    summary.errors += 1
-                    summary.reasons[
-                        e["reason"].split(":", 1)[0] if e["kind"] == "error" else e["kind"]
-                    ] += 1
-            summary.samples_in += res.n_in
-            summary.samples_out += res.rows
-            summary.tokens += res.tokens
-            summary.trained_tokens += res.trained_tokens
-            summary.truncated += res.truncated
+    with staged_output(out, err_path) as staging:
+        try:
+            # The workers start first, so they are ready while the rows are counted.
+            with (
+                _part_writer(config, workers, staging.folder, chunk_size, pin_workers) as write,
+                staging.errors.open("w", encoding="utf-8") as err_fh,
+            ):
+                try:
+                    total = count_rows(src, split)
+                except OSError as exc:
+                    raise _unreadable(src, exc) from None
+                bar = _progress(total, progress)
+                rows = _input_rows(src, split)
+                for res in write(_parts(rows, part_rows, total, workers, _PART_BYTES)):
+                    if res.file is not None:
+                        files.append(res.file)
+                    summary.add_errors(res.errors, err_fh)
+                    summary.samples_in += res.n_in
+                    summary.samples_out += res.rows
+                    summary.tokens += res.tokens
+                    summary.trained_tokens += res.trained_tokens
+                    summary.truncated += res.truncated
+                    if bar is not None:
+                        bar.update(res.n_in)
+            summary.seconds = time.perf_counter() - started
+            summary.parts = commit_output(
+                staging, out, err_path, files, summary_record(summary), overwrite=overwrite
+            )
+        except OSError as exc:  # the input's reading errors are DatasetErrors already
+            raise DatasetError(f"{out}: cannot write the output ({exc})") from None
+        finally:
             if bar is not None:
-                bar.update(res.n_in)
-    if bar is not None:
-        bar.close()
-    summary.seconds = time.perf_counter() - started
+                bar.close()
     return summary
 
 
+def _input_rows(src: Path, split: str | None) -> Iterator[tuple[int, Any]]:
+    """:func:`read_rows`, with an I/O error reported as the input's :class:`DatasetError`."""
+    try:
+        yield from read_rows(src, split=split)
+    except OSError as exc:
+        raise _unreadable(src, exc) from None
+
+
+def _unreadable(src: Path, exc: OSError) -> DatasetError:
+    return DatasetError(f"{src}: cannot read the input ({exc.strerror or exc})")
+
+
+def summary_record(summary: Summary) -> dict[str, Any]:
+    """What ``_summary.json`` holds besides the parts list."""
+    record = summary.to_dict()
+    del record["parts"]
+    return record
+
+
+def settings_record(policy: dict[str, Any]) -> dict[str, Any]:
+    """The encoding settings a summary records (``max_length``, ``overflow``, …)."""
+    return json.loads(json.dumps(policy, default=str))
+
+
 @contextlib.contextmanager
-def _chunk_encoder(
-    config: TokenizeConfig, workers: int, pin: bool = True
-) -> Iterator[Callable[[Iterator[list[tuple[int, Any]]]], Iterator[EncodedChunk]]]:
-    """A function mapping chunks to :class:`EncodedChunk` in order: in this process for one
-    worker, else on a pool of forked workers (started on entry, stopped on exit), each pinned
-    to its own CPU when ``pin`` and there are enough CPUs."""
+def _part_writer(
+    config: TokenizeConfig, workers: int, folder: Path, chunk_size: int, pin: bool = True
+) -> Iterator[Callable[[Iterator[tuple[int, list[tuple[int, Any]]]]], Iterator[PartResult]]]:
+    """A function mapping parts to :class:`PartResult` in order, writing each part's file:
+    in this process for one worker, else on a pool of forked workers (started on entry,
+    stopped on exit), each pinned to its own CPU when ``pin`` and there are enough CPUs."""
     if workers <= 1:
         threads = config.tokenizer.threads
         config.tokenizer.threads = 1
         try:
             with _system_arrow_pool():
-                yield lambda chunks: (encode_chunk(chunk, config) for chunk in chunks)
+                yield lambda parts: (write_part(part, folder, config, chunk_size) for part in parts)
         finally:
             config.tokenizer.threads = threads
         return
@@ -475,30 +570,9 @@ def _chunk_encoder(
         pool = ctx.Pool(workers, initializer=_init_worker, initargs=(config, cpus, slots))
     finally:
         gc.unfreeze()
+    task = partial(write_part, folder=folder, chunk_size=chunk_size)
     with pool:
-        _enlarge_pipes(pool)
-        yield lambda chunks: pool.imap(encode_chunk, chunks, chunksize=1)
-
-
-#: Bytes of pipe buffer for the pool's task and result queues (Linux's default maximum).
-_PIPE_BYTES = 1 << 20
-
-
-def _enlarge_pipes(pool: Any) -> None:
-    """Give the pool's task and result pipes 1 MiB buffers (Linux; elsewhere a no-op).
-
-    A chunk is ~1 MB of JSON in and a few hundred KB of Parquet out; through the default
-    64 KiB pipes every transfer needs the parent scheduled a dozen times, so on a machine
-    whose cores are all busy with workers, the workers sat waiting for it between chunks.
-    """
-    try:
-        import fcntl
-
-        setsize = fcntl.F_SETPIPE_SZ
-        for queue in (pool._inqueue, pool._outqueue):
-            fcntl.fcntl(queue._writer.fileno(), setsize, _PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):  # not Linux, another Pool, or not allowed
-        pass
+        yield lambda parts: pool.imap(task, parts, chunksize=1)
 
 
 def _progress(total: int | None, progress: bool | None) -> Any:

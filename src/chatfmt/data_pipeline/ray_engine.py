@@ -1,7 +1,8 @@
 """The same tokenize pipeline on Ray Data, for clusters.
 
 Input → ``map_batches`` (the worker code of :mod:`chatfmt.data_pipeline.pipeline`) →
-``write_parquet`` into a folder. Rows carry their input index from the start, so the
+``write_parquet`` into a staging folder, whose files are then named ``part-NNNNN.parquet``
+in row order beside a ``_summary.json``: the local engine's layout (:mod:`.output`). Rows carry their input index from the start, so the
 output's ``row`` column and the errors file name the same rows as the local engine, and a
 row is only parsed and validated inside ``map_batches``, where a bad one is rejected alone
 with its reason (Arrow's JSON reader would fail a whole block on one invalid line, or on
@@ -22,16 +23,20 @@ import json
 import pickle
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from ..errors import TokenizationError
+from .output import check_output, commit_output, output_paths, staged_output
 from .pipeline import (
     OUTPUT_SCHEMA,
+    WRITE_OPTIONS,
     Summary,
     TokenizeConfig,
-    default_errors_path,
     process_chunk,
+    settings_record,
+    summary_record,
 )
 from .readers import input_kind, load_hf, load_json_array, parquet_files
 
@@ -146,10 +151,36 @@ def _read(src: Path, split: str | None) -> Any:
 
 
 def _good_rows(batch: Any) -> Any:
-    """The rows that were tokenized, without the error columns."""
+    """The rows that were tokenized, without the error columns, in the output schema."""
     import pyarrow.compute as pc
 
-    return batch.filter(pc.is_null(batch["error"])).drop_columns(["error", "error_kind"])
+    good = batch.filter(pc.is_null(batch["error"])).drop_columns(["error", "error_kind"])
+    return good.cast(OUTPUT_SCHEMA())
+
+
+def _ordered_parts(folder: Path) -> list[Path]:
+    """Ray's output files in row order, renamed ``<n>.parquet.tmp``; files without rows are
+    removed. Raises if two files' row ranges overlap (the order would be lost)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    ranges: list[tuple[int, int, Path]] = []
+    for path in folder.glob("*.parquet"):
+        rows = pq.read_table(path, columns=["row"]).column("row")
+        if len(rows) == 0:
+            path.unlink()
+            continue
+        if len(rows) > 1 and not pc.all(pc.greater(rows[1:], rows[:-1])).as_py():
+            raise TokenizationError(f"Ray wrote {path.name} with rows out of order")
+        ranges.append((rows[0].as_py(), rows[-1].as_py(), path))
+    ranges.sort()
+    for (_, last, path), (first, _, following) in pairwise(ranges):
+        if first <= last:
+            raise TokenizationError(f"Ray wrote overlapping files {path.name}, {following.name}")
+    parts = []
+    for index, (_, _, path) in enumerate(ranges):
+        parts.append(path.rename(folder / f"{index:09d}.parquet.tmp"))
+    return parts
 
 
 def _map_batch(batch: Any, template: Any, tokenizer: str, policy: dict[str, Any]) -> Any:
@@ -212,31 +243,33 @@ def tokenize_dataset_ray(
     batch_size: int = 64,
     options: dict[str, Any] | None = None,
     split: str | None = None,
+    overwrite: bool = False,
 ) -> Summary:
     """Tokenize ``input_path`` (JSONL, a JSON array, Parquet or a ``datasets`` folder) on the
-    current Ray cluster into ``output_dir``.
+    current Ray cluster into the folder ``output_dir``: the local engine's layout
+    (``part-00000.parquet`` … in row order, ``_summary.json``, ``OUT.errors.jsonl``).
 
     Calls ``ray.init()`` if Ray is not initialised (connects to ``RAY_ADDRESS`` if set).
     """
+    from ..api import get_template
+
     try:
         import ray
         import ray.data
     except ImportError:
         raise TokenizationError("the Ray engine needs: pip install 'chatfmt[ray]'") from None
-    if isinstance(tokenizer, (Path, str)):
-        tokenizer = str(Path(tokenizer).resolve())
-    else:
+    if not isinstance(tokenizer, (Path, str)):
         raise TokenizationError("the Ray engine needs the tokenizer as a path (workers load it)")
     if overflow != "error" and max_length is None:
         raise TokenizationError(f"overflow={overflow!r} needs max_length")
+    from ..tokens.control import check_tokenizer
+
+    check_tokenizer(template, tokenizer)  # a wrong tokenizer: one error, not one per row
     started = time.perf_counter()
-    src, out = Path(input_path), Path(output_dir)
-    err_path = Path(errors_path) if errors_path else default_errors_path(out)
-    if not ray.is_initialized():
-        ray.init()
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True
-    ds = _read(src, split)
+    src = Path(input_path)
+    out, err_path = output_paths(output_dir, errors_path)
+    check_output(out, err_path, overwrite=overwrite)
+    input_kind(src)
     policy = {
         "max_length": max_length,
         "overflow": overflow,
@@ -244,47 +277,63 @@ def tokenize_dataset_ray(
         "on_special": on_special,
         "options": dict(options or {}),
     }
-    mapped = ds.map_batches(
-        _map_batch,
-        batch_format="pyarrow",
-        batch_size=batch_size,
-        fn_args=(template, tokenizer, policy),
-    ).materialize()
-    summary = Summary(output=str(out), errors_file=str(err_path))
-    with err_path.open("w", encoding="utf-8") as fh:
-        for batch in mapped.select_columns(
-            ["row", "error", "error_kind", "num_tokens", "num_trained", "truncated"]
-        ).iter_batches(batch_format="pyarrow"):
-            cols = batch.to_pydict()
-            for row, err, kind, ntok, ntrain, trunc in zip(
-                cols["row"],
-                cols["error"],
-                cols["error_kind"],
-                cols["num_tokens"],
-                cols["num_trained"],
-                cols["truncated"],
-            ):
-                summary.samples_in += 1
-                if err is None:
-                    summary.samples_out += 1
-                    summary.tokens += ntok
-                    summary.trained_tokens += ntrain
-                    summary.truncated += int(trunc)
-                    continue
-                fh.write(
-                    json.dumps({"row": row, "kind": kind, "reason": err}, ensure_ascii=False) + "\n"
-                )
-                if kind == "dropped_too_long":
-                    summary.dropped_too_long += 1
-                else:
-                    summary.errors += 1
-                    summary.reasons[err.split(":", 1)[0] if kind == "error" else kind] += 1
-    mapped.map_batches(_good_rows, batch_format="pyarrow").write_parquet(str(out))
-    if not out.is_dir() or not any(out.glob("*.parquet")):
-        # Ray writes no file for an empty result: an empty table, as the local engine writes.
-        import pyarrow.parquet as pq
-
-        out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(OUTPUT_SCHEMA().empty_table(), out / "part-empty.parquet")
-    summary.seconds = time.perf_counter() - started
+    summary = Summary(
+        output=str(out),
+        errors_file=str(err_path),
+        input=str(src),
+        engine="ray",
+        template=get_template(template).name,
+        tokenizer=str(tokenizer),
+        settings=settings_record(policy),
+    )
+    if not ray.is_initialized():
+        ray.init()
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True
+    with staged_output(out, err_path) as staging:
+        mapped = (
+            _read(src, split)
+            .map_batches(
+                _map_batch,
+                batch_format="pyarrow",
+                batch_size=batch_size,
+                fn_args=(template, str(Path(tokenizer).resolve()), policy),
+            )
+            .materialize()
+        )
+        with staging.errors.open("w", encoding="utf-8") as fh:
+            for batch in mapped.select_columns(
+                ["row", "error", "error_kind", "num_tokens", "num_trained", "truncated"]
+            ).iter_batches(batch_format="pyarrow"):
+                _count(batch.to_pydict(), summary, fh)
+        mapped.map_batches(_good_rows, batch_format="pyarrow").write_parquet(
+            str(staging.folder), **WRITE_OPTIONS
+        )
+        parts = _ordered_parts(staging.folder)
+        summary.seconds = time.perf_counter() - started
+        summary.parts = commit_output(
+            staging, out, err_path, parts, summary_record(summary), overwrite=overwrite
+        )
     return summary
+
+
+def _count(cols: dict[str, list[Any]], summary: Summary, errors_fh: Any) -> None:
+    """Count one batch of mapped rows; rejected rows go to the errors file."""
+    errors = []
+    for row, err, kind, ntok, ntrain, trunc in zip(
+        cols["row"],
+        cols["error"],
+        cols["error_kind"],
+        cols["num_tokens"],
+        cols["num_trained"],
+        cols["truncated"],
+    ):
+        summary.samples_in += 1
+        if err is None:
+            summary.samples_out += 1
+            summary.tokens += ntok
+            summary.trained_tokens += ntrain
+            summary.truncated += int(trunc)
+        else:
+            errors.append({"row": row, "kind": kind, "reason": err})
+    summary.add_errors(errors, errors_fh)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ChatFmtError
+from ..textfile import read_text
 
 
 class DatasetError(ChatFmtError):
@@ -56,9 +57,7 @@ def count_rows(path: Path, split: str | None = None) -> int | None:
         with path.open("rb") as fh:
             return sum(1 for line in fh if line.strip())  # as read_rows skips blank lines
     if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path))
+        return sum(open_parquet(f).metadata.num_rows for f in parquet_files(path))
     if kind == "hf":
         return len(load_hf(path, split))
     return None
@@ -78,11 +77,9 @@ def read_rows(
     elif kind == "json":
         yield from enumerate(load_json_array(path))
     elif kind == "parquet":
-        import pyarrow.parquet as pq
-
         index = 0
         for f in parquet_files(path):
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=batch_size):
+            for batch in open_parquet(f).iter_batches(batch_size=batch_size):
                 for row in batch.to_pylist():
                     yield index, row
                     index += 1
@@ -90,6 +87,16 @@ def read_rows(
         ds = load_hf(path, split)
         for i, row in enumerate(ds):
             yield i, row
+
+
+def open_parquet(path: Path) -> Any:
+    """A ``pyarrow.parquet.ParquetFile``; a file that is not Parquet is a :class:`DatasetError`."""
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from None
 
 
 def parquet_files(path: Path) -> list[Path]:
@@ -100,7 +107,7 @@ def parquet_files(path: Path) -> list[Path]:
 def load_json_array(path: Path) -> list[Any]:
     """The rows of a ``.json`` dataset (one JSON array)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, error=DatasetError))
     except ValueError as exc:
         raise DatasetError(f"{path}: invalid JSON ({exc})") from None
     if not isinstance(data, list):

@@ -1,14 +1,17 @@
-"""ChatML and the other simple formats of the ChatML overview seed, as declarative specs."""
+"""ChatML and the plain Human/Assistant format of the ChatML overview seed, as declarative specs.
+
+The seed's third format (``<|system|>`` … ``<|end|>``) is StarChat's: ``starchat`` in :mod:`.misc`.
+"""
 
 from __future__ import annotations
 
 from ..config import GenerationConfig
-from ..registry import register
-from ..spec import RoleFormat, TemplateSpec
+from ..spec import RoleFormat, SpecTemplate, TemplateSpec
+from ..template import Template
 
 _IM = RoleFormat
 
-CHATML = register(
+CHATML = SpecTemplate(
     TemplateSpec(
         name="chatml",
         aliases=("openai-chatml", "chatml-v0"),
@@ -25,25 +28,7 @@ CHATML = register(
     )
 )
 
-ZEPHYR = register(
-    TemplateSpec(
-        name="zephyr",
-        aliases=("starchat", "zephyr-style"),
-        model_ids=("HuggingFaceH4/zephyr-7b-beta", "HuggingFaceH4/starchat-beta"),
-        model_patterns=(r"zephyr", r"starchat"),
-        description="Zephyr/StarChat style: <|system|>/<|user|>/<|assistant|> turns closed by an end marker.",
-        source="seed: ChatML overview (another ChatML, <|end|> marker)",
-        roles={
-            "system": _IM("<|system|>\n", "<|end|>", "\n"),
-            "user": _IM("<|user|>\n", "<|end|>", "\n"),
-            "assistant": _IM("<|assistant|>\n", "<|end|>", "\n"),
-        },
-        control_tokens=("<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
-        generation_config=GenerationConfig(stop_words=("<|end|>",)),
-    )
-)
-
-HUMAN_ASSISTANT = register(
+HUMAN_ASSISTANT = SpecTemplate(
     TemplateSpec(
         name="human-assistant",
         aliases=("human_assistant", "anthropic-hh", "plain"),
@@ -58,3 +43,6 @@ HUMAN_ASSISTANT = register(
         generation_config=GenerationConfig(stop_words=("\nHuman:",)),
     )
 )
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (CHATML, HUMAN_ASSISTANT)

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -277,6 +276,7 @@ class CommandR(Template):
         "<results>",
         "</results>",
     )
+    text_control_tokens = ("<results>", "</results>")  # plain text to its tokenizer
     generation_config = GenerationConfig(
         session_len=131072,
         stop_words=(_EOT,),
@@ -469,7 +469,7 @@ _R7B_DOCS_CALL = (
 )
 
 
-COMMAND_R = register(CommandR())
+COMMAND_R = CommandR()
 
 
 def _r7b_documents(ctx: RenderContext) -> list[Mapping[str, Any]]:
@@ -736,5 +736,8 @@ class CommandR7BToolUse(CommandR7B):
     always_tool_use = True
 
 
-COMMAND_R7B = register(CommandR7B())
-COMMAND_R7B_TOOL_USE = register(CommandR7BToolUse())
+COMMAND_R7B = CommandR7B()
+COMMAND_R7B_TOOL_USE = CommandR7BToolUse()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (COMMAND_R, COMMAND_R7B, COMMAND_R7B_TOOL_USE)

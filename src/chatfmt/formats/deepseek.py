@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 from .qwen import refuse_text_with_calls
@@ -469,9 +468,19 @@ class DeepSeekV31Template(Template):
         return b.segments
 
 
-DEEPSEEK_CODER = register(DeepSeekCoderTemplate())
-DEEPSEEK_V2 = register(DeepSeekV2Template())
-DEEPSEEK_V3 = register(DeepSeekV3Template())
-DEEPSEEK_V31 = register(DeepSeekV31Template())
-DEEPSEEK_R1_DISTILL_LLAMA = register(DeepSeekR1DistillLlamaTemplate())
-DEEPSEEK_R1_DISTILL_QWEN = register(DeepSeekR1DistillQwenTemplate())
+DEEPSEEK_CODER = DeepSeekCoderTemplate()
+DEEPSEEK_V2 = DeepSeekV2Template()
+DEEPSEEK_V3 = DeepSeekV3Template()
+DEEPSEEK_V31 = DeepSeekV31Template()
+DEEPSEEK_R1_DISTILL_LLAMA = DeepSeekR1DistillLlamaTemplate()
+DEEPSEEK_R1_DISTILL_QWEN = DeepSeekR1DistillQwenTemplate()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (
+    DEEPSEEK_CODER,
+    DEEPSEEK_V2,
+    DEEPSEEK_V3,
+    DEEPSEEK_V31,
+    DEEPSEEK_R1_DISTILL_LLAMA,
+    DEEPSEEK_R1_DISTILL_QWEN,
+)

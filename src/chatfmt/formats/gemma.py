@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -156,5 +155,8 @@ class Gemma3(_GemmaBase):
     system_handling = "fold"
 
 
-GEMMA2 = register(Gemma2())
-GEMMA3 = register(Gemma3())
+GEMMA2 = Gemma2()
+GEMMA3 = Gemma3()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (GEMMA2, GEMMA3)

@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 from .internlm import function_objects, tools_json
@@ -614,7 +613,10 @@ class GLM47Template(Template):
         w.reply = i
 
 
-CHATGLM3 = register(ChatGLM3Template())
-GLM4 = register(GLM4Template())
-GLM45 = register(GLM45Template())
-GLM47 = register(GLM47Template())
+CHATGLM3 = ChatGLM3Template()
+GLM4 = GLM4Template()
+GLM45 = GLM45Template()
+GLM47 = GLM47Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (CHATGLM3, GLM4, GLM45, GLM47)

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import ValidationError
 from ..protocol import Conversation, Message
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 from .qwen import refuse_text_with_calls
@@ -112,6 +111,8 @@ class Granite3(Template):
     official_templates = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
     supports_tools = True
     tool_parser = "granite"
+    #: ``thinking=True`` output: ``<think>…</think><response>…</response>``.
+    reasoning_parser = "granite"
     default_options: ClassVar[Mapping[str, Any]] = {
         "documents": None,
         "controls": None,
@@ -340,6 +341,9 @@ class Granite41(Granite4):
     default_system = None
 
 
-GRANITE3 = register(Granite3())
-GRANITE4 = register(Granite4())
-GRANITE41 = register(Granite41())
+GRANITE3 = Granite3()
+GRANITE4 = Granite4()
+GRANITE41 = Granite41()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (GRANITE3, GRANITE4, GRANITE41)

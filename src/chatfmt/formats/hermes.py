@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError
 from ..protocol import Conversation, Message, Tool
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 from .qwen import IM_END, IM_START, chatml_turn, function_call, require_text, tojson
@@ -249,5 +248,8 @@ class Hermes3Template(HermesTemplate):
     generation_config = GenerationConfig(session_len=131072, stop_words=(IM_END, END_OF_TEXT))
 
 
-HERMES2_PRO = register(Hermes2ProTemplate())
-HERMES3 = register(Hermes3Template())
+HERMES2_PRO = Hermes2ProTemplate()
+HERMES3 = Hermes3Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (HERMES2_PRO, HERMES3)

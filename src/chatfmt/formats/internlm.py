@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
 from ..protocol import Conversation, Message, Tool, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -427,10 +426,21 @@ class InternLM20BBaseTemplate(InternLMBaseTemplate):
     source = "seed: LMDeploy chat-template design (InternLM20B)"
 
 
-INTERNLM2 = register(InternLM2Template())
-INTERNLM3 = register(InternLM3Template())
-INTERNLM_CHAT_7B = register(InternLMChatTemplate())
-INTERNLM_CHAT_7B_8K = register(InternLMChat8KTemplate())
-INTERNLM_CHAT_20B = register(InternLMChat20BTemplate())
-INTERNLM_7B = register(InternLMBaseTemplate())
-INTERNLM_20B = register(InternLM20BBaseTemplate())
+INTERNLM2 = InternLM2Template()
+INTERNLM3 = InternLM3Template()
+INTERNLM_CHAT_7B = InternLMChatTemplate()
+INTERNLM_CHAT_7B_8K = InternLMChat8KTemplate()
+INTERNLM_CHAT_20B = InternLMChat20BTemplate()
+INTERNLM_7B = InternLMBaseTemplate()
+INTERNLM_20B = InternLM20BBaseTemplate()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (
+    INTERNLM2,
+    INTERNLM3,
+    INTERNLM_CHAT_7B,
+    INTERNLM_CHAT_7B_8K,
+    INTERNLM_CHAT_20B,
+    INTERNLM_7B,
+    INTERNLM_20B,
+)

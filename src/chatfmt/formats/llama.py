@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -59,6 +58,7 @@ class Llama2Template(Template):
     )
     official_templates = ("meta-llama-Llama-2-7b-chat-hf.jinja",)
     control_tokens = ("<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>")
+    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the Llama 2 tokenizer
     generation_config = GenerationConfig(
         session_len=4096, stop_words=("</s>",), top_p=0.9, temperature=0.6
     )
@@ -111,6 +111,7 @@ class Llama2SeedTemplate(Template):
     description = "Llama 2 as drawn in the ChatML overview seed (newlines around [/INST])."
     source = "seed: ChatML overview (Llama2 ChatML)"
     control_tokens = Llama2Template.control_tokens
+    text_control_tokens = Llama2Template.text_control_tokens
     generation_config = GenerationConfig(session_len=4096, stop_words=("</s>",))
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -413,9 +414,12 @@ class Llama33Template(Llama31Template):
     official_templates = ("meta-llama-Llama-3.3-70B-Instruct.jinja",)
 
 
-LLAMA2 = register(Llama2Template())
-LLAMA2_SEED = register(Llama2SeedTemplate())
-LLAMA3 = register(Llama3Template())
-LLAMA31 = register(Llama31Template())
-LLAMA32 = register(Llama32Template())
-LLAMA33 = register(Llama33Template())
+LLAMA2 = Llama2Template()
+LLAMA2_SEED = Llama2SeedTemplate()
+LLAMA3 = Llama3Template()
+LLAMA31 = Llama31Template()
+LLAMA32 = Llama32Template()
+LLAMA33 = Llama33Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (LLAMA2, LLAMA2_SEED, LLAMA3, LLAMA31, LLAMA32, LLAMA33)

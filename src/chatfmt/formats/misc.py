@@ -8,12 +8,12 @@ stays available as ``starchat`` (alias ``zephyr-seed``).
 from __future__ import annotations
 
 from ..config import GenerationConfig
-from ..registry import register
-from ..spec import RoleFormat, TemplateSpec
+from ..spec import RoleFormat, SpecTemplate, TemplateSpec
+from ..template import Template
 
 _R = RoleFormat
 
-BAICHUAN2 = register(
+BAICHUAN2 = SpecTemplate(
     TemplateSpec(
         name="baichuan2",
         aliases=("baichuan-2", "baichuan2-chat"),
@@ -46,7 +46,7 @@ _VICUNA_SYSTEM = (
     "The assistant gives helpful, detailed, and polite answers to the user's questions."
 )
 
-VICUNA = register(
+VICUNA = SpecTemplate(
     TemplateSpec(
         name="vicuna",
         aliases=("vicuna-v1.1", "vicuna_v1.1", "vicuna1.5"),
@@ -74,7 +74,7 @@ VICUNA = register(
     )
 )
 
-VICUNA_NEWLINE = register(
+VICUNA_NEWLINE = SpecTemplate(
     TemplateSpec(
         name="vicuna-newline",
         aliases=("vicuna-1.1-gguf", "eachadea-vicuna"),
@@ -92,7 +92,7 @@ VICUNA_NEWLINE = register(
     )
 )
 
-ORCA_VICUNA = register(
+ORCA_VICUNA = SpecTemplate(
     TemplateSpec(
         name="orca-vicuna",
         aliases=("orca_vicuna",),
@@ -109,7 +109,7 @@ ORCA_VICUNA = register(
     )
 )
 
-ZEPHYR = register(
+ZEPHYR = SpecTemplate(
     TemplateSpec(
         name="zephyr",
         aliases=("zephyr-7b", "tinyllama-chat"),
@@ -131,11 +131,10 @@ ZEPHYR = register(
         generation_config=GenerationConfig(
             session_len=4096, stop_words=("</s>",), top_p=0.95, top_k=50, temperature=0.7
         ),
-    ),
-    replace=True,
+    )
 )
 
-STARCHAT = register(
+STARCHAT = SpecTemplate(
     TemplateSpec(
         name="starchat",
         aliases=("zephyr-seed", "zephyr-style", "starchat-beta"),
@@ -150,11 +149,15 @@ STARCHAT = register(
         },
         control_tokens=("<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
         generation_config=GenerationConfig(stop_words=("<|end|>",)),
-    ),
-    replace=True,
+    )
 )
 
 # Specs carry no file names; the official Jinja files these specs reproduce byte for byte:
 VICUNA_NEWLINE.official_templates = ("llamacpp-eachadea-vicuna-13b-1.1.jinja",)
 ORCA_VICUNA.official_templates = ("llamacpp-Orca-Vicuna.jinja",)
 ZEPHYR.official_templates = ("ollama-tinyllama-1.1b.jinja",)
+# Zephyr's and TinyLlama's tokenizers have no special tokens for its role markers:
+ZEPHYR.text_control_tokens = ("<|system|>", "<|user|>", "<|assistant|>")
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (BAICHUAN2, VICUNA, VICUNA_NEWLINE, ORCA_VICUNA, ZEPHYR, STARCHAT)

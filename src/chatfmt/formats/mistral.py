@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
 
@@ -262,6 +261,7 @@ class MistralV1Template(Template):
     source = "official Jinja: mistralai-Mistral-7B-Instruct-v0.2.jinja (llama.cpp test case)"
     official_templates = ("mistralai-Mistral-7B-Instruct-v0.2.jinja",)
     control_tokens = (BOS, EOS, "[INST]", "[/INST]")
+    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the v1 tokenizer (v3 has them)
     generation_config = GenerationConfig(
         session_len=32768, stop_words=(EOS,), top_p=1.0, temperature=0.7
     )
@@ -567,8 +567,11 @@ class DevstralTemplate(Template):
         return b.segments
 
 
-MISTRAL_V1 = register(MistralV1Template())
-MISTRAL_V3 = register(MistralV3Template())
-MISTRAL_V3_TEKKEN = register(MistralV3TekkenTemplate())
-MISTRAL_V7 = register(MistralV7Template())
-DEVSTRAL = register(DevstralTemplate())
+MISTRAL_V1 = MistralV1Template()
+MISTRAL_V3 = MistralV3Template()
+MISTRAL_V3_TEKKEN = MistralV3TekkenTemplate()
+MISTRAL_V7 = MistralV7Template()
+DEVSTRAL = DevstralTemplate()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (MISTRAL_V1, MISTRAL_V3, MISTRAL_V3_TEKKEN, MISTRAL_V7, DEVSTRAL)

@@ -7,7 +7,6 @@ from typing import ClassVar
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
-from ..registry import register
 from ..segments import Segment
 from ..template import RenderContext, Template
 
@@ -125,6 +124,9 @@ class Phi4(Template):
         return b.segments
 
 
-PHI3 = register(Phi3())
-PHI35 = register(Phi35())
-PHI4 = register(Phi4())
+PHI3 = Phi3()
+PHI35 = Phi35()
+PHI4 = Phi4()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (PHI3, PHI35, PHI4)

@@ -16,9 +16,8 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool, ToolCall
-from ..registry import register
 from ..segments import Segment, SegmentBuilder
-from ..spec import RoleFormat, TemplateSpec
+from ..spec import RoleFormat, SpecTemplate, TemplateSpec
 from ..template import RenderContext, Template
 
 IM_START = "<|im_start|>"
@@ -422,12 +421,12 @@ class QwQTemplate(_QwenToolsBase):
             b.control("</think>")
 
 
-QWEN25 = register(Qwen25Template())
-QWEN3 = register(Qwen3Template())
-QWQ = register(QwQTemplate())
+QWEN25 = Qwen25Template()
+QWEN3 = Qwen3Template()
+QWQ = QwQTemplate()
 
 _IM = RoleFormat
-QWEN = register(
+QWEN = SpecTemplate(
     TemplateSpec(
         name="qwen",
         aliases=("qwen-7b-chat", "qwen1", "qwen1.5", "qwen2", "qwen-chatml"),
@@ -473,3 +472,6 @@ QWEN = register(
 )
 #: The Qwen2-Instruct template (as stored in ollama's qwen2 GGUF) is exactly this format.
 QWEN.official_templates = ("ollama-qwen2-0.5b.jinja",)
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (QWEN25, QWEN3, QWQ, QWEN)

@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
-from ..registry import register
 from ..segments import Segment
 from ..template import RenderContext, Template
 from .qwen import IM_END, IM_START, require_text
@@ -62,6 +61,8 @@ class SmolLM3Template(Template):
     control_tokens = (IM_START, IM_END, END_OF_TEXT)
     supports_reasoning = True
     reasoning_parser = "think"
+    #: The model calls tools as ``<tool_call>{"name": …, "arguments": …}</tool_call>`` (Hermes).
+    tool_parser = "hermes"
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=65536, stop_words=(IM_END, END_OF_TEXT), temperature=0.6, top_p=0.95
@@ -127,4 +128,7 @@ class SmolLM3Template(Template):
             )
 
 
-SMOLLM3 = register(SmolLM3Template())
+SMOLLM3 = SmolLM3Template()
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (SMOLLM3,)

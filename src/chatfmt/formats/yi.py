@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ..config import GenerationConfig
-from ..registry import register
-from ..spec import RoleFormat, TemplateSpec
+from ..spec import RoleFormat, SpecTemplate, TemplateSpec
+from ..template import Template
 
 _IM = RoleFormat
 
-YI = register(
+YI = SpecTemplate(
     TemplateSpec(
         name="yi",
         aliases=("yi-chat", "yi-1.5", "yi1.5"),
@@ -33,3 +33,6 @@ YI = register(
         ),
     )
 )
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (YI,)

@@ -18,14 +18,17 @@ from .loaders import (
     read_path,
 )
 from .recognize import Recognition, recognize
-from .template import MERGE_SYSTEM, JinjaTemplate, SegmentTraceWarning
+from .recognized import RecognizedTemplate
+from .template import MERGE_SYSTEM, JinjaTemplate, SegmentTraceWarning, TemplateRejected
 
 __all__ = [
     "MERGE_SYSTEM",
     "JinjaSource",
     "JinjaTemplate",
     "Recognition",
+    "RecognizedTemplate",
     "SegmentTraceWarning",
+    "TemplateRejected",
     "detect",
     "from_source",
     "jinja_template",

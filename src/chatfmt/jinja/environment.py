@@ -28,6 +28,7 @@ from typing import Any
 
 import jinja2
 import jinja2.ext
+import jinja2.meta
 import jinja2.nodes
 import jinja2.sandbox
 import jinja2.utils
@@ -292,6 +293,16 @@ def compile_template(source: str, lenient: bool = False) -> jinja2.Template:
         return environment(lenient).from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"Jinja syntax error at line {exc.lineno}: {exc.message}") from None
+
+
+@lru_cache(maxsize=256)
+def variables_read(source: str) -> frozenset[str]:
+    """Every variable ``source`` could read from its context (``jinja2.meta`` on its syntax tree)."""
+    try:
+        ast = environment().parse(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"Jinja syntax error at line {exc.lineno}: {exc.message}") from None
+    return frozenset(jinja2.meta.find_undeclared_variables(ast))
 
 
 def run(template: jinja2.Template, state: RenderState, variables: Mapping[str, Any]) -> str:

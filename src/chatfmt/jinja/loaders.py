@@ -1,7 +1,8 @@
 """Load Jinja chat templates from sources, ``.jinja`` files, tokenizer configs, model dirs and GGUF files.
 
 Every loader ends in :func:`from_source`: recognize the source as a native
-template when possible, else return a (cached) :class:`JinjaTemplate`.
+template when possible (a :class:`RecognizedTemplate`), else return a (cached)
+:class:`JinjaTemplate`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Any
 
 from ..errors import TemplateError
 from ..template import Template
+from ..textfile import read_text
 from .recognize import Recognition, recognize
+from .recognized import RecognizedTemplate
 from .template import SPECIAL_TOKEN_NAMES, JinjaTemplate, _token_text, source_hash
 
 
@@ -41,12 +44,24 @@ def jinja_template(src: JinjaSource) -> JinjaTemplate:
     return tpl
 
 
+_RECOGNIZED: dict[str, RecognizedTemplate] = {}
+
+
 def from_source(src: JinjaSource) -> Template:
-    """The native template ``src`` is recognized as, or a Jinja-backed template."""
+    """The native template ``src`` is recognized as (with its Jinja backend beside it), or a Jinja-backed template."""
     rec = recognize(src.source, src.variables)
-    if rec.template is not None:
-        return rec.template
-    return jinja_template(src)
+    if rec.template is None:
+        return jinja_template(src)
+    # The Jinja backend gets the tokens recognition inferred, so both backends write the same ones.
+    variables = {**(rec.tokens or {}), **src.variables}
+    key = json.dumps(
+        [source_hash(src.source), sorted(variables.items()), rec.template.name], default=str
+    )
+    tpl = _RECOGNIZED.get(key)
+    if tpl is None:
+        jinja = jinja_template(JinjaSource(src.source, variables, src.origin))
+        tpl = _RECOGNIZED[key] = RecognizedTemplate(rec.template, jinja, rec, src)
+    return tpl
 
 
 def detect(src: JinjaSource) -> Recognition:
@@ -80,8 +95,8 @@ def _pick(chat_template: Any, where: str) -> str:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_text(path, error=TemplateError))
+    except ValueError as exc:
         raise TemplateError(f"{path}: cannot read JSON ({exc})") from None
     if not isinstance(data, dict):
         raise TemplateError(f"{path}: expected a JSON object")
@@ -114,7 +129,7 @@ def read_model_dir(path: Path) -> JinjaSource:
     tokens.update(_special_tokens(config))
     jinja = path / "chat_template.jinja"
     if jinja.is_file():
-        return JinjaSource(jinja.read_text(encoding="utf-8"), tokens, str(jinja))
+        return JinjaSource(read_text(jinja, error=TemplateError), tokens, str(jinja))
     cj = path / "chat_template.json"
     if cj.is_file():
         return JinjaSource(_pick(_read_json(cj).get("chat_template"), str(cj)), tokens, str(cj))
@@ -176,7 +191,7 @@ def read_path(path: Path) -> JinjaSource | None:
         return None
     suffix = path.suffix.lower()
     if suffix in (".jinja", ".j2", ".jinja2"):
-        return JinjaSource(path.read_text(encoding="utf-8"), {}, str(path))
+        return JinjaSource(read_text(path, error=TemplateError), {}, str(path))
     if suffix == ".gguf":
         return read_gguf(path)
     if path.name == "tokenizer_config.json":

@@ -63,6 +63,10 @@ _PROBE_NOW = _dt.datetime(2024, 7, 26, 12, 0, 0)
 _TURN_INFO: dict[str, TurnInfo] = {}
 
 
+class TemplateRejected(TemplateRenderError):
+    """The template itself rejected the input (it called ``raise_exception``)."""
+
+
 class SegmentTraceWarning(UserWarning):
     """Segments of a Jinja template were found by searching the output (the template transforms text)."""
 
@@ -123,6 +127,10 @@ class JinjaTemplate(Template):
         self.supports_reasoning = "reasoning_content" in source or "<think>" in source
         self.uses_generation_tag = bool(_GENERATION_TAG.search(source))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled Jinja code does not pickle: a copy (e.g. in a worker process) compiles again.
+        return (_rebuild, (self.jinja_source, self.name, self.variables, self.origin))
+
     # ------------------------------------------------------------------ metadata
     @cached_property
     def control_tokens(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -137,6 +145,11 @@ class JinjaTemplate(Template):
                 found.append(tok)
         found.extend(_LITERAL_TOKENS.findall(self.jinja_source))
         return tuple(dict.fromkeys(found))
+
+    @property
+    def variables_read(self) -> frozenset[str]:
+        """Every variable the source could read from its context (found in its syntax tree)."""
+        return env.variables_read(self.jinja_source)
 
     @cached_property
     def generation_config(self) -> GenerationConfig:  # type: ignore[override]
@@ -290,11 +303,13 @@ class JinjaTemplate(Template):
     @staticmethod
     def _error(exc: BaseException, view: View) -> TemplateRenderError:
         err = env.render_error(exc, tuple(view.messages))
-        if err.index is not None and err.index < len(view.origin):
-            idx = view.origin[err.index]
-            reason = str(err)[len(f"messages[{err.index}]: ") :]
-            return TemplateRenderError(reason, index=idx)
-        return err
+        kind = TemplateRejected if isinstance(exc, env.TemplateRaised) else TemplateRenderError
+        index = err.index
+        reason = str(err)
+        if index is not None:
+            reason = reason[len(f"messages[{index}]: ") :]
+            index = view.origin[index] if index < len(view.origin) else None
+        return kind(reason, index=index)
 
     # ------------------------------------------------------------------ tracing
     def _trace(
@@ -449,6 +464,10 @@ class JinjaTemplate(Template):
         if isinstance(eos, str) and eos and eos not in eots:
             eots.append(eos)
         return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots))
+
+
+def _rebuild(source: str, name: str, variables: Mapping[str, Any], origin: str) -> JinjaTemplate:
+    return JinjaTemplate(source, name=name, variables=variables, origin=origin)
 
 
 def _common_prefix(a: str, b: str) -> str:

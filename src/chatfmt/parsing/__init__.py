@@ -3,11 +3,31 @@
 ``parse(text, template)`` returns an assistant message; ``StreamParser(template)``
 turns chunks into OpenAI ``chat.completion.chunk`` deltas; ``merge_deltas`` folds
 deltas into the message ``parse`` returns (``parse`` is the stream parser fed once).
+The message ends at the template's end-of-turn marker; ``ParsedMessage`` carries
+``finish_reason`` and the ``trailing_text`` written after that marker.
 """
 
 from __future__ import annotations
 
 from . import _families  # noqa: F401  (registers the family parsers)
-from .base import REASONING_PARSERS, TOOL_PARSERS, Delta, StreamParser, merge_deltas, parse
+from .base import (
+    REASONING_PARSERS,
+    TOOL_PARSERS,
+    Delta,
+    ParsedMessage,
+    StreamParser,
+    end_of_turn_markers,
+    merge_deltas,
+    parse,
+)
 
-__all__ = ["REASONING_PARSERS", "TOOL_PARSERS", "Delta", "StreamParser", "merge_deltas", "parse"]
+__all__ = [
+    "REASONING_PARSERS",
+    "TOOL_PARSERS",
+    "Delta",
+    "ParsedMessage",
+    "StreamParser",
+    "end_of_turn_markers",
+    "merge_deltas",
+    "parse",
+]

@@ -13,15 +13,23 @@ from __future__ import annotations
 import json
 import secrets
 import string
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
+from ..api import get_template
 from ..errors import ChatFmtError, ParseError
+from ..registry import REGISTRY
+from ..template import Template
+from .end_of_turn import EndOfTurn
+from .markers import MarkerSet
 from .special import SpecialTokens
 
 Delta = dict[str, Any]
 IdFactory = Callable[[int], str]
+FinishReason = Literal["stop", "tool_calls", "length"]
 
 _ALNUM = string.ascii_letters + string.digits
 
@@ -37,9 +45,15 @@ def mistral_call_id(_index: int) -> str:
 
 
 class Emitter:
-    """Collects the deltas of one ``feed``; neighbouring text deltas are merged."""
+    """Collects the deltas of one ``feed``; neighbouring text deltas are merged.
 
-    __slots__ = ("_args", "_tools", "calls", "deltas", "id_factory")
+    Content that is only whitespace is held back until other content follows: it
+    is content then, or at :meth:`end` when the message has no tool calls (the
+    whitespace around calls is not content, see :func:`merge_deltas`), so the
+    content deltas always add up to the message's ``content``.
+    """
+
+    __slots__ = ("_args", "_blank", "_texted", "_tools", "calls", "deltas", "id_factory")
 
     def __init__(self, id_factory: IdFactory, tools: Mapping[str, Any] | None) -> None:
         self.id_factory = id_factory
@@ -47,6 +61,8 @@ class Emitter:
         self.deltas: list[Delta] = []
         self.calls = 0
         self._args: dict[int, list[str]] = {}
+        self._blank = ""  # whitespace-only content held back (see class doc)
+        self._texted = False  # whether content other than whitespace was emitted
 
     def take(self) -> list[Delta]:
         out, self.deltas = self.deltas, []
@@ -68,7 +84,19 @@ class Emitter:
             self.deltas.append({key: text})
 
     def content(self, text: str) -> None:
+        if not self._texted:
+            if text.isspace():
+                self._blank += text
+                return
+            if text:
+                text, self._blank, self._texted = self._blank + text, "", True
         self._text("content", text)
+
+    def end(self) -> None:
+        """End of stream: held whitespace is content only if there are no tool calls."""
+        if self._blank and not self.calls:
+            self._text("content", self._blank)
+        self._blank = ""
 
     def reasoning(self, text: str) -> None:
         self._text("reasoning_content", text)
@@ -185,6 +213,45 @@ def merge_deltas(deltas: Iterable[Delta]) -> dict[str, Any]:
     return message
 
 
+class ParsedMessage(dict[str, Any]):
+    """An OpenAI assistant message (a plain ``dict``) with how the output ended.
+
+    ``finish_reason``: ``"length"`` when the caller said the output was cut off
+    (``truncated=True``) and no end-of-turn marker was seen, else ``"tool_calls"``
+    when the message has tool calls, else ``"stop"``. ``trailing_text``: what the
+    model wrote after its end-of-turn marker (``""`` when nothing) — never
+    content. Both are read-only; ``==`` compares the message only.
+    """
+
+    __slots__ = ("_finish_reason", "_trailing_text")
+
+    def __init__(
+        self, message: Mapping[str, Any], finish_reason: FinishReason, trailing_text: str = ""
+    ) -> None:
+        super().__init__(message)
+        self._finish_reason: FinishReason = finish_reason
+        self._trailing_text = trailing_text
+
+    @property
+    def finish_reason(self) -> FinishReason:
+        """``"stop"``, ``"tool_calls"`` or ``"length"`` (see class doc)."""
+        return self._finish_reason
+
+    @property
+    def trailing_text(self) -> str:
+        """Text after the end-of-turn marker (``""`` when none)."""
+        return self._trailing_text
+
+    def __repr__(self) -> str:
+        return (
+            f"ParsedMessage({dict.__repr__(self)}, finish_reason={self._finish_reason!r}, "
+            f"trailing_text={self._trailing_text!r})"
+        )
+
+    def __reduce__(self) -> Any:
+        return (ParsedMessage, (dict(self), self._finish_reason, self._trailing_text))
+
+
 #: JSON's whitespace, which every parser skips between tokens.
 WS = " \t\r\n"
 
@@ -271,8 +338,10 @@ REASONING_PARSERS: dict[str, Callable[..., FormatParser]] = {}
 
 
 def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatParser]:
+    """Add a tool parser under its name and aliases; a name taken by another parser is an error."""
     for key in (cls.name, *aliases):
-        TOOL_PARSERS[key] = cls
+        if TOOL_PARSERS.setdefault(key, cls) is not cls:
+            raise ChatFmtError(f"tool parser name {key!r} is taken by {TOOL_PARSERS[key].__name__}")
     return cls
 
 
@@ -315,16 +384,10 @@ def _resolve(
     ``reasoning_parser`` (popped from ``options``) overrides that choice; ``None``
     turns reasoning parsing off.
     """
-    from . import _families  # noqa: F401  (registers the family parsers)
-
     tpl = None
     tool: str | None = parser
     reasoning: str | None = None
     if template is not None:
-        from ..api import get_template
-        from ..registry import REGISTRY
-        from ..template import Template
-
         if isinstance(template, Template):
             tpl = template
         elif isinstance(template, str) and template not in REGISTRY and template in TOOL_PARSERS:
@@ -373,6 +436,127 @@ def _check_options(tpl: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     return tpl_opts
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What a (template, parsers, template options) combination needs; computed once."""
+
+    tool_cls: type[FormatParser]
+    reasoning: Callable[..., FormatParser] | None
+    #: Special markers of the chosen parsers and the end-of-turn markers.
+    markers: frozenset[str]
+    #: Whether the generation prompt opens a reasoning block (None: no reasoning parser).
+    prefilled: bool | None
+    end_markers: MarkerSet | None
+    #: Whitespace the template writes after its end-of-turn marker.
+    after: str
+
+
+#: Plans per template object (dropped with it), then per (parsers, options) key.
+_PLANS: weakref.WeakKeyDictionary[Any, dict[Any, _Plan]] = weakref.WeakKeyDictionary()
+#: Plans without a template (parser names only).
+_BARE_PLANS: dict[Any, _Plan] = {}
+#: Entries kept per template (options such as ``date_string`` may vary per call).
+_PLANS_PER_TEMPLATE = 32
+
+
+def _freeze(value: Any) -> Any:
+    """A hashable stand-in for an option value (lists, dicts, sets by content)."""
+    if isinstance(value, Mapping):
+        return ("{}", tuple(sorted((str(k), _freeze(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("[]", tuple(_freeze(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", tuple(sorted(map(repr, value))))
+    hash(value)  # unhashable objects raise TypeError: not cached
+    return (type(value).__name__, value)
+
+
+def _plan(
+    tpl: Any, tool_name: str, reasoning_name: str | None, tpl_opts: Mapping[str, Any]
+) -> _Plan:
+    """The cached :class:`_Plan` (never shared between different options or templates)."""
+    try:
+        key: Any = (tool_name, reasoning_name, _freeze(dict(tpl_opts)))
+    except TypeError:
+        return _make_plan(tpl, tool_name, reasoning_name, tpl_opts)
+    if tpl is None:
+        cache = _BARE_PLANS
+    else:
+        try:
+            cache = _PLANS.setdefault(tpl, {})
+        except TypeError:  # a template object that cannot be weakly referenced
+            return _make_plan(tpl, tool_name, reasoning_name, tpl_opts)
+    plan = cache.get(key)
+    if plan is None:
+        if len(cache) >= _PLANS_PER_TEMPLATE:
+            cache.clear()
+        plan = cache[key] = _make_plan(tpl, tool_name, reasoning_name, tpl_opts)
+    return plan
+
+
+def _make_plan(
+    tpl: Any, tool_name: str, reasoning_name: str | None, tpl_opts: Mapping[str, Any]
+) -> _Plan:
+    tool_cls = TOOL_PARSERS[tool_name]
+    reasoning = REASONING_PARSERS[reasoning_name] if reasoning_name is not None else None
+    family = set(tool_cls.special_markers) | set(getattr(tool_cls, "starts", {}) or ())
+    if reasoning is not None:
+        family.update(getattr(reasoning, "special_markers", ()))
+    words = _end_markers(tpl, family)
+    return _Plan(
+        tool_cls=tool_cls,
+        reasoning=reasoning,
+        markers=frozenset(family | set(words)),
+        prefilled=_prefilled(tpl, tpl_opts) if reasoning is not None else None,
+        end_markers=MarkerSet(words, words) if words else None,
+        after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",
+    )
+
+
+def end_of_turn_markers(template: Any, **options: Any) -> tuple[str, ...]:
+    """The end-of-turn markers a parse for ``template`` (name or object) ends the turn at.
+
+    They are the template's ``generation_config.stop_words`` except any that the
+    family's parsers read as their own markup; ``()`` for a bare parser name.
+    """
+    opts = dict(options)
+    tool_name, reasoning_name, tpl = _resolve(template, opts.pop("parser", None), opts)
+    plan = _plan(tpl, tool_name, reasoning_name, _check_options(tpl, opts))
+    return plan.end_markers.markers if plan.end_markers is not None else ()
+
+
+def _end_markers(tpl: Any, family_markers: Iterable[str] = ()) -> tuple[str, ...]:
+    """The template's stop words, except the family parser's own markup."""
+    if tpl is None:
+        return ()
+    own = set(family_markers)
+    return tuple(w for w in tpl.generation_config.stop_words if w and w not in own)
+
+
+_PROBE_ANSWER = "chatfmt probe answer"
+
+
+def _after_end_of_turn(tpl: Any, tpl_opts: Mapping[str, Any], words: Sequence[str]) -> str:
+    """The whitespace the template writes right after the end-of-turn marker of an answer."""
+    try:
+        text = tpl.render(
+            [{"role": "user", "content": "x"}, {"role": "assistant", "content": _PROBE_ANSWER}],
+            add_generation_prompt=False,
+            **tpl_opts,
+        )
+    except ChatFmtError:
+        return ""
+    at = text.rfind(_PROBE_ANSWER)
+    if at < 0:
+        return ""
+    hits = [(i, w) for w in words if (i := text.find(w, at)) >= 0]
+    if not hits:
+        return ""
+    i, word = min(hits, key=lambda h: (h[0], -len(h[1])))
+    rest = text[i + len(word) :]
+    return rest[: len(rest) - len(rest.lstrip(WS))]
+
+
 class StreamParser:
     """Parse model output as it streams: ``feed(chunk) -> deltas``, then ``finish()``.
 
@@ -388,6 +572,11 @@ class StreamParser:
     token id) or ``tokenizer`` (to tell real special tokens from look-alike text
     when ``feed`` gets ``token_ids``), ``id_factory`` (``index -> call id``).
     Unknown option names raise :class:`ParseError`.
+
+    With a template, the output ends at its end-of-turn marker (a stop word such
+    as ``<|im_end|>``, given or not): text after it is :attr:`trailing_text`, and
+    :attr:`finish_reason` tells how the message ended; both are set by
+    :meth:`finish` (before it: ``None`` and ``""``).
     """
 
     def __init__(
@@ -407,7 +596,7 @@ class StreamParser:
         if reasoning_name is not None and reasoning_name not in REASONING_PARSERS:
             raise ParseError(f"unknown reasoning parser {reasoning_name!r}")
         tpl_opts = _check_options(tpl, opts)
-        tool_cls = TOOL_PARSERS[tool_name]
+        plan = _plan(tpl, tool_name, reasoning_name, tpl_opts)
         id_factory = opts.pop("id_factory", None) or (
             mistral_call_id if tool_name == "mistral" else openai_call_id
         )
@@ -416,22 +605,24 @@ class StreamParser:
                 f"id_factory must be a callable (index -> id), got {type(id_factory).__name__}"
             )
         self.out = Emitter(id_factory, _tool_schemas(tools))
-        markers = set(tool_cls.special_markers)
-        if reasoning_name is not None:
-            markers.update(getattr(REASONING_PARSERS[reasoning_name], "special_markers", ()))
-        marker_ids = _marker_ids(
-            markers, opts.pop("special_token_ids", None), opts.get("tokenizer")
+        given_ids = opts.pop("special_token_ids", None)
+        tokenizer = opts.pop("tokenizer", None)
+        marker_ids = (
+            _marker_ids(plan.markers, given_ids, tokenizer) if given_ids or tokenizer else {}
         )
-        self.budget = SpecialTokens(marker_ids, opts.pop("tokenizer", None))
-        if reasoning_name is not None and "thinking_prefilled" not in opts:
-            opts["thinking_prefilled"] = _prefilled(tpl, tpl_opts)
-        inner = tool_cls(self.out, self.budget, opts)
+        self.budget = SpecialTokens(marker_ids, tokenizer)
+        if plan.reasoning is not None and "thinking_prefilled" not in opts:
+            opts["thinking_prefilled"] = plan.prefilled
+        inner = plan.tool_cls(self.out, self.budget, opts)
         self._parser: FormatParser = (
-            REASONING_PARSERS[reasoning_name](inner, self.out, self.budget, opts)
-            if reasoning_name
-            else inner
+            plan.reasoning(inner, self.out, self.budget, opts) if plan.reasoning else inner
         )
+        self._end = EndOfTurn(plan.end_markers, plan.after, self.budget)
         self._done = False
+        #: How the message ended (set by :meth:`finish`): "stop", "tool_calls" or "length".
+        self.finish_reason: FinishReason | None = None
+        #: What the model wrote after its end-of-turn marker (set by :meth:`finish`).
+        self.trailing_text = ""
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Delta]:
         """Feed the next chunk of output text (and the ids of the tokens it is the text of).
@@ -440,23 +631,43 @@ class StreamParser:
         special token of it is; ordinary tokens spelling a marker are text (see
         ``docs/parsing.md``, *Special tokens and look-alikes*). Raises
         :class:`ParseError` if one chunk holds both real and look-alike copies of a
-        marker and no ``tokenizer`` was given to locate them.
+        marker and no ``tokenizer`` was given to locate them. Text after the
+        end-of-turn marker gives no deltas (it becomes :attr:`trailing_text`).
         """
         if self._done:
             raise ParseError("feed() after finish()")
         if not isinstance(text, str):
             raise ParseError(f"feed() takes the output text as a str, got {type(text).__name__}")
+        end = self._end
+        if end.seen:
+            end.feed(text)
+            return []
         self.budget.feed(text, token_ids)
-        self._parser.feed(text)
+        turn = end.feed(text)
+        if turn:
+            self._parser.feed(turn)
         if self.budget.active:
-            self.budget.prune(self._parser.low_water())
+            self.budget.prune(min(end.low_water(), self._parser.low_water()))
         return self.out.take()
 
-    def finish(self) -> list[Delta]:
-        """End of stream: release held-back text and close or flag open calls."""
+    def finish(self, truncated: bool = False) -> list[Delta]:
+        """End of stream: release held-back text, close or flag open calls, set :attr:`finish_reason`.
+
+        ``truncated=True`` says generation stopped at its token limit: the reason is
+        ``"length"`` unless an end-of-turn marker was seen.
+        """
         if not self._done:
             self._done = True
+            held = self._end.finish()
+            if held:
+                self._parser.feed(held)
             self._parser.finish()
+            self.out.end()
+            self.trailing_text = self._end.trailing_text
+            if truncated and not self._end.seen:
+                self.finish_reason = "length"
+            else:
+                self.finish_reason = "tool_calls" if self.out.calls else "stop"
         return self.out.take()
 
 
@@ -497,17 +708,26 @@ def _prefilled(tpl: Any, tpl_opts: Mapping[str, Any]) -> bool:
 
 
 def parse(
-    text: str, template: Any = None, *, tools: Sequence[Any] | None = None, **options: Any
-) -> dict[str, Any]:
+    text: str,
+    template: Any = None,
+    *,
+    tools: Sequence[Any] | None = None,
+    truncated: bool = False,
+    **options: Any,
+) -> ParsedMessage:
     """Parse complete model output into an OpenAI assistant message.
 
     The same as feeding ``text`` (and ``token_ids=``, its ids, if given) to a
     :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`).
+    The result is a ``dict`` (the message) with ``finish_reason`` and
+    ``trailing_text`` attributes (see :class:`ParsedMessage`); ``truncated=True``
+    says generation hit its token limit.
     """
     if not isinstance(text, str):
         raise ParseError(f"parse() takes the model output as a str, got {type(text).__name__}")
     token_ids = options.pop("token_ids", None)
     sp = StreamParser(template, tools=tools, **options)
     deltas = sp.feed(text, token_ids=token_ids)
-    deltas += sp.finish()
-    return merge_deltas(deltas)
+    deltas += sp.finish(truncated=truncated)
+    assert sp.finish_reason is not None
+    return ParsedMessage(merge_deltas(deltas), sp.finish_reason, sp.trailing_text)

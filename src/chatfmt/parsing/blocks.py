@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from .base import WS, Emitter, FormatParser
 from .json_stream import CallObject, JsonScanner
-from .markers import MarkerSet
+from .markers import MarkerSet, marker_set
 from .special import SpecialTokens
 
 
@@ -135,7 +135,7 @@ class BlockParser(FormatParser):
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
         self.state = "text"
-        self.text_markers = MarkerSet(tuple(self.starts), self.special_markers)
+        self.text_markers = marker_set(tuple(self.starts), frozenset(self.special_markers))
         self.cur_end: str | None = self.end
         self._end_sets: dict[str, MarkerSet] = {}
         self.call: JsonCall | None = None
@@ -172,7 +172,7 @@ class BlockParser(FormatParser):
         key = "\0".join(markers)
         found = self._end_sets.get(key)
         if found is None:
-            found = self._end_sets[key] = MarkerSet(markers, self.special_markers)
+            found = self._end_sets[key] = marker_set(markers, frozenset(self.special_markers))
         return found
 
     def end_block(self) -> None:

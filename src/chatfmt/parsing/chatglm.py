@@ -189,6 +189,7 @@ class GLM4Parser(ChatGLM3Parser):
 # ---------------------------------------------------------------------- GLM-4.5
 _TC, _TC_END = "<tool_call>", "</tool_call>"
 _K, _K_END, _V, _V_END = "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"
+_MALFORMED = "malformed <arg_key>/<arg_value> pairs"
 
 
 def _decode_value(raw: str, schema_type: Any) -> Any:
@@ -259,6 +260,12 @@ class GLM45Parser(BlockParser):
             self.junk_index = self.out.start_call("", error="no tool name")
             self.state = "junk"
             return True
+        if marker is None:  # the stream ended inside the name line: the name may be cut
+            index = self.out.start_call(name, error="truncated")
+            self.out.args(index, "")
+            self.pos = resume
+            self.end_block()
+            return True
         self._name = name
         self._index = self.out.start_call(name)
         self._first = True
@@ -282,7 +289,7 @@ class GLM45Parser(BlockParser):
     def _s_pairs(self) -> bool:
         if not self.skip_gap():
             if self.final:
-                return self._close_call(complete=False)
+                return self._close_call()
             return False
         for marker, state in ((_K, "key"), (_TC_END, None)):
             hit = self.at_marker(marker)
@@ -290,20 +297,30 @@ class GLM45Parser(BlockParser):
                 return False
             if hit:
                 if state is None:
-                    return self._close_call(complete=True)
+                    return self._close_call()
                 self._parts = []
                 self.state = state
                 return True
+        if self.final:  # the stream ends here, after complete pairs
+            rest = self.buf[self.pos :]
+            if _TC_END.startswith(rest):  # "</tool_c": the call is complete, the cut tag is text
+                self.pos = len(self.buf)
+                self._close_call()
+                self.out.content(rest)
+                return True
+            if _K.startswith(rest):  # "<arg_k": a further argument was cut off
+                return self._broken("truncated")
         return self._broken()
 
-    def _close_call(self, complete: bool) -> bool:
+    def _close_call(self) -> bool:
         self.out.args(self._index, "{}" if self._first else "}")
         self.out.check_arguments(self._index)
         self.end_block()
         return True
 
-    def _broken(self) -> bool:
-        self.out.fail(self._index, "malformed <arg_key>/<arg_value> pairs")
+    def _broken(self, reason: str = _MALFORMED) -> bool:
+        """Flag the call (its text so far stays its arguments); the rest of the block is junk."""
+        self.out.fail(self._index, reason)
         self.junk_index = self._index
         self.state = "junk"
         return True
@@ -330,7 +347,7 @@ class GLM45Parser(BlockParser):
             return False
         if not got:
             self._junk_parts(_K)
-            return self._broken()
+            return self._broken("truncated" if self.pos == len(self.buf) else _MALFORMED)
         self._key = "".join(self._parts).strip()
         self._parts = []
         self.state = "value_head"
@@ -344,24 +361,47 @@ class GLM45Parser(BlockParser):
         if not self.skip_gap():
             if self.final:
                 self.out.args(self._index, _K + self._key + _K_END)
-                return self._broken()
+                return self._broken("truncated")
             return False
         hit = self.at_marker(_V)
         if hit is None:
             return False
         if not hit:
             self.out.args(self._index, _K + self._key + _K_END)
-            return self._broken()
+            cut = self.final and _V.startswith(self.buf[self.pos :])
+            return self._broken("truncated" if cut else _MALFORMED)
         self.state = "value"
         return True
 
     def _s_value(self) -> bool:
+        if self.final and self._cut_in_value_end():
+            return True
         got = self._collect(_V_END)
         if got is None:
             return False
         if not got:
             self._junk_parts(_K + self._key + _K_END + _V)
-            return self._broken()
+            return self._broken("truncated")
+        self._pair()
+        self.state = "pairs"
+        return True
+
+    def _cut_in_value_end(self) -> bool:
+        """At the end of the stream: a value followed by a cut ``</arg_value>`` (at least ``</``)
+        is complete — the call is closed and the cut tag released as text."""
+        end, marker, _ = self.end_set(_V_END).split(self.buf, self.pos, self.real)
+        if marker is not None or not self.buf.startswith("</", end):
+            return False
+        self._parts.append(self.buf[self.pos : end])
+        rest = self.buf[end:]
+        self.pos = len(self.buf)
+        self._pair()
+        self._close_call()
+        self.out.content(rest)
+        return True
+
+    def _pair(self) -> None:
+        """Emit the collected value of ``self._key`` as the next JSON member."""
         value = _decode_value("".join(self._parts), self._schema_type(self._key))
         self._parts = []
         piece = (
@@ -369,8 +409,6 @@ class GLM45Parser(BlockParser):
         )
         self.out.args(self._index, ("{" if self._first else ", ") + piece)
         self._first = False
-        self.state = "pairs"
-        return True
 
 
 register_tool_parser(ChatGLM3Parser)

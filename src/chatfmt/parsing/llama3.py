@@ -26,6 +26,8 @@ class Llama3JsonParser(BlockParser):
     name = "llama3_json"
     special_markers = (_TAG, _EOM)
     starts: ClassVar[Mapping[str, str]] = {_TAG: "py_head", "{": "json"}
+    #: A ``<|python_tag|>`` block ends at ``<|eom_id|>`` (markup, not content).
+    ends: ClassVar[Mapping[str, str | None]] = {_TAG: _EOM}
 
     code_end = _EOM
     kwargs: KwargsCall | None = None
@@ -78,7 +80,8 @@ class Llama3JsonParser(BlockParser):
         if not kw.finished:
             return False
         self.kwargs = None
-        self.end_block()
+        self.block_calls += 1
+        self.state = "gap"  # then <|eom_id|> ends the block
         return True
 
 

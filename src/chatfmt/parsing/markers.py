@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 #: ``real(marker, pos)``: whether the special marker at ``pos`` of the searched text is real.
 RealCheck = Callable[[str, int], bool]
@@ -28,11 +29,7 @@ class MarkerSet:
     def __init__(self, markers: Sequence[str], special: Iterable[str] = ()) -> None:
         self.markers = tuple(markers)
         self.special = frozenset(special) & frozenset(markers)
-        # Longest first so that a marker that is a prefix of another loses ties.
-        ordered = sorted(self.markers, key=len, reverse=True)
-        self._regex = re.compile("|".join(re.escape(m) for m in ordered))
-        self._prefixes = frozenset(m[:k] for m in self.markers for k in range(1, len(m)))
-        self.maxlen = max((len(m) for m in self.markers), default=0)
+        self._regex, self._prefixes, self.maxlen = _compiled(self.markers)
 
     def held_suffix(self, text: str, start: int = 0) -> int:
         """Length of the longest suffix of ``text[start:]`` that is a proper prefix of a marker."""
@@ -71,3 +68,19 @@ class MarkerSet:
             return p, marker, p + len(marker)
         end = len(text) - self.held_suffix(text, start)
         return end, None, end
+
+
+@lru_cache(maxsize=256)
+def marker_set(markers: tuple[str, ...], special: frozenset[str] = frozenset()) -> MarkerSet:
+    """A shared :class:`MarkerSet` (immutable; built once per markers and special set)."""
+    return MarkerSet(markers, special)
+
+
+@lru_cache(maxsize=256)
+def _compiled(markers: tuple[str, ...]) -> tuple[re.Pattern[str], frozenset[str], int]:
+    """Search regex, proper prefixes and longest length of ``markers`` (built once per set)."""
+    # Longest first so that a marker that is a prefix of another loses ties.
+    ordered = sorted(markers, key=len, reverse=True)
+    regex = re.compile("|".join(re.escape(m) for m in ordered))
+    prefixes = frozenset(m[:k] for m in markers for k in range(1, len(m)))
+    return regex, prefixes, max((len(m) for m in markers), default=0)

@@ -2,91 +2,139 @@
 
 It wraps the family's tool parser: reasoning text goes to ``reasoning_content``,
 the rest is fed to the tool parser. ``thinking_prefilled`` means the prompt
-already opened the block (output starts inside it). Whitespace between the
-markers and the text (the template's own newlines) is not part of either.
-A block that never closes (truncated thinking) is all reasoning.
+already opened the block (output starts inside it); a ``<think>`` the model
+writes again at the very start (after whitespace only) is then markup and
+dropped — a ``<think>`` later in the reasoning is the model's text. Whitespace
+between the markers and the text (the template's own newlines) is not part of
+either. A block that never closes (truncated thinking) is all reasoning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import REASONING_PARSERS, WS, Emitter, FormatParser
-from .markers import MarkerSet
+from .markers import marker_set
 from .special import SpecialTokens
 
 _OPEN, _CLOSE = "<think>", "</think>"
 
 
 class ThinkParser(FormatParser):
-    """States: ``start`` (before any text), ``reasoning``, ``after`` (strip whitespace), ``inner``."""
+    """States: ``start`` (before any text), ``prefilled`` (a repeated ``<think>``?),
+    ``reasoning``, ``after`` (strip whitespace), ``inner`` (the answer, to the tool parser).
+
+    Subclasses add answer wrappers: :attr:`openers` are the markers recognised at the
+    start (marker → state), :attr:`after_openers` those recognised right after the
+    reasoning block.
+    """
 
     name = "think"
-    special_markers = (_OPEN, _CLOSE)
+    special_markers: ClassVar[tuple[str, ...]] = (_OPEN, _CLOSE)
+    openers: ClassVar[tuple[tuple[str, str], ...]] = ((_OPEN, "reasoning"),)
+    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(
         self, inner: FormatParser, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]
     ) -> None:
         super().__init__(out, budget, options)
         self.inner = inner
-        self._close = MarkerSet((_CLOSE,), self.special_markers)
-        self.state = "reasoning" if options.get("thinking_prefilled") else "start"
+        self._close = marker_set((_CLOSE,), frozenset(self.special_markers))
+        self.state = "prefilled" if options.get("thinking_prefilled") else "start"
+        self._heads = self.openers  # the openers the ``start`` state looks for
         self._lead = True  # strip leading whitespace of the reasoning
         self._ws = ""  # held trailing whitespace of the reasoning
         self._inner_fed = False
 
     def step(self) -> bool:
+        return bool(getattr(self, "_s_" + self.state)())
+
+    def _s_start(self) -> bool:
+        """Before the first text: an opener (after whitespace), else the answer starts."""
         buf = self.buf
-        if self.state == "start":
-            rest = buf[self.pos :].lstrip(WS)
-            if not rest and not self.final:
-                return False
-            if rest.startswith(_OPEN):
-                at = len(buf) - len(rest)
-                if self.real(_OPEN, at):
-                    self.pos = at + len(_OPEN)
-                    self.state = "reasoning"
-                    return True
-            elif _OPEN.startswith(rest) and not self.final:
-                return False
-            self.state = "inner"
-            return True
-        if self.state == "reasoning":
-            end, marker, resume = self._close.split(buf, self.pos, self.real)
-            if self.final and marker is None:
-                end = resume = len(buf)
-            text = buf[self.pos : end]
-            self.pos = resume
-            if self._lead:
-                text = text.lstrip(WS)
-                self._lead = not text
-            if marker is not None or self.final:
-                self.out.reasoning((self._ws + text).rstrip(WS))
-                self._ws = ""
-                if marker is None:
-                    return False
-                self.state = "after"
-                return True
-            body = text.rstrip(WS)
-            if body:
-                self.out.reasoning(self._ws + body)
-                self._ws = text[len(body) :]
-            else:
-                self._ws += text
+        rest = buf[self.pos :].lstrip(WS)
+        if not rest and not self.final:
             return False
-        if self.state == "after":
-            if not self.skip_ws() and not self.final:
+        at = len(buf) - len(rest)
+        for marker, state in self._heads:
+            if rest.startswith(marker):
+                if self.real(marker, at):
+                    self.pos = at + len(marker)
+                    self.state = state
+                    return True
+            elif marker.startswith(rest) and not self.final:
                 return False
-            self.state = "inner"
+        self.state = "inner"
+        return True
+
+    def _s_prefilled(self) -> bool:
+        """Output that starts inside the block: a leading ``<think>`` is the model repeating the prompt's."""
+        rest = self.buf[self.pos :].lstrip(WS)
+        if not self.final and len(rest) < len(_OPEN) and _OPEN.startswith(rest):
+            return False  # nothing yet, or a part of "<think>"
+        at = len(self.buf) - len(rest)
+        if rest.startswith(_OPEN) and self.real(_OPEN, at):
+            self.pos = at + len(_OPEN)
+        self.state = "reasoning"
+        return True
+
+    def _s_reasoning(self) -> bool:
+        buf = self.buf
+        end, marker, resume = self._close.split(buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(buf)
+        text = buf[self.pos : end]
+        self.pos = resume
+        if self._lead:
+            text = text.lstrip(WS)
+            self._lead = not text
+        if marker is not None or self.final:
+            self.out.reasoning((self._ws + text).rstrip(WS))
+            self._ws = ""
+            if marker is None:
+                return False
+            self.state = "after"
             return True
-        # inner
-        if not self._inner_fed:  # the inner parser's stream starts here
-            self._inner_fed = True
-            self.inner.offset = self.offset + self.pos
-        self.inner.feed(buf[self.pos :])
-        self.pos = len(buf)
+        body = text.rstrip(WS)
+        if body:
+            self.out.reasoning(self._ws + body)
+            self._ws = text[len(body) :]
+        else:
+            self._ws += text
         return False
+
+    def _s_after(self) -> bool:
+        if not self.skip_ws() and not self.final:
+            return False
+        if self.after_openers:
+            self._heads = self.after_openers
+            self.state = "start"
+        else:
+            self.state = "inner"
+        return True
+
+    def _s_inner(self) -> bool:
+        self.feed_inner(self.buf[self.pos :], self.pos)
+        self.pos = len(self.buf)
+        return False
+
+    def feed_inner(self, text: str, at: int) -> None:
+        """Give the tool parser ``text``, which starts at ``self.buf[at]`` (``at`` may be
+        negative: text held back from before the buffer).
+
+        When the inner parser holds nothing undecided, its stream offset is set to
+        where ``text`` starts, so markup dropped in between (e.g. a wrapper's
+        closing tag) does not shift the positions it asks :meth:`real` about.
+        """
+        inner = self.inner
+        if not text:
+            return
+        if not self._inner_fed or inner.pos >= len(inner.buf):
+            inner.buf, inner.pos = "", 0
+            inner.offset = self.offset + at
+        self._inner_fed = True
+        inner.feed(text)
 
     def low_water(self) -> int:
         return min(self.offset, self.inner.low_water()) if self._inner_fed else self.offset

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .control import check_tokenizer
 from .encode import IGNORE_INDEX, Encoding, encode, encode_batch
 from .tokenizer import (
     HFTokenizer,
@@ -18,6 +19,7 @@ __all__ = [
     "SentencePieceTokenizer",
     "TiktokenTokenizer",
     "Tokenizer",
+    "check_tokenizer",
     "encode",
     "encode_batch",
     "load_tokenizer",

@@ -18,7 +18,6 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Literal
 
 import numpy as np
@@ -26,16 +25,17 @@ import numpy as np
 from ..errors import ChatFmtError, TokenizationError
 from ..segments import Kind, Segment, join
 from ..template import Template
+from .control import fit, mismatch_error, pattern_of, split_control
 from .tokenizer import Tokenizer, load_tokenizer
 
 TrainOn = Literal["all_assistant", "last_assistant", "all", "none"]
 Truncation = Literal["error", "right", "left"]
 OnSpecial = Literal["text", "raise"]
+OnMismatch = Literal["raise", "text"]
 
 IGNORE_INDEX = -100
 #: The accepted ``train_on`` values.
 TRAIN_ON: tuple[str, ...] = ("all_assistant", "last_assistant", "all", "none")
-_SPLIT_CACHE_LIMIT = 4096
 
 
 class SequenceTooLongError(TokenizationError):
@@ -149,10 +149,11 @@ def encode(
     *,
     tools: Sequence[Any] | None = None,
     add_generation_prompt: bool = False,
-    train_on: TrainOn | str = "all_assistant",
+    train_on: TrainOn | str | None = None,
     max_length: int | None = None,
     truncation: Truncation | str = "error",
     on_special: OnSpecial | str = "text",
+    on_mismatch: OnMismatch | str = "raise",
     add_bos: bool | None = None,
     **options: Any,
 ) -> Encoding:
@@ -160,13 +161,19 @@ def encode(
 
     ``train_on``: ``all_assistant`` (every assistant output and its end-of-turn token),
     ``last_assistant`` (only the last assistant message), ``all`` (every token), or
-    ``none`` (inference; nothing trained). Under the first two a sequence with nothing
-    trained raises :class:`TokenizationError`.
+    ``none`` (nothing trained). Passing ``all_assistant`` or ``last_assistant`` asks for a
+    training mask: a sequence with nothing trained then raises :class:`TokenizationError`.
+    The default (``None``) never raises for that: an inference prompt
+    (``add_generation_prompt=True``) trains nothing, anything else is masked as under
+    ``all_assistant``.
     ``max_length`` (a positive int; anything else raises :class:`TokenizationError`) with
     ``truncation``: ``error`` (default), ``right`` (keep the start) or ``left`` (keep the
     end); never silent.
     ``on_special``: ``text`` encodes special-token strings in content as plain text;
     ``raise`` raises :class:`TokenizationError` naming the message.
+    ``on_mismatch``: ``raise`` (default) raises :class:`TokenizationError` naming the token
+    when a control token the template writes is not one special id of ``tokenizer`` (a
+    tokenizer of another model); ``text`` encodes such tokens as ordinary text.
     ``add_bos``: ``None`` adds the tokenizer's BOS when the model adds it and the
     template did not render it.
     ``options`` are template variables (e.g. ``enable_thinking``) or ``continue_final_message``/``now``.
@@ -180,6 +187,7 @@ def encode(
         max_length=max_length,
         truncation=truncation,
         on_special=on_special,
+        on_mismatch=on_mismatch,
         add_bos=add_bos,
         **options,
     )
@@ -193,10 +201,11 @@ def encode_batch(
     tokenizer: Any,
     *,
     add_generation_prompt: bool = False,
-    train_on: TrainOn | str = "all_assistant",
+    train_on: TrainOn | str | None = None,
     max_length: int | None = None,
     truncation: Truncation | str = "error",
     on_special: OnSpecial | str = "text",
+    on_mismatch: OnMismatch | str = "raise",
     add_bos: bool | None = None,
     errors: Literal["raise", "return"] = "raise",
     **options: Any,
@@ -205,19 +214,32 @@ def encode_batch(
 
     Each item is a list of messages or ``{"messages": [...], "tools": [...]}``. With
     ``errors="return"`` a failing item yields its :class:`ChatFmtError` in place.
+    ``train_on`` and the other options are those of :func:`encode`.
     """
     from ..api import get_template
 
-    if train_on not in TRAIN_ON:
+    if train_on is not None and train_on not in TRAIN_ON:
         raise TokenizationError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    # Only an explicit training mask makes "nothing to train on" an error.
+    require_trained = train_on in ("all_assistant", "last_assistant")
+    if train_on is None:
+        train_on = "none" if add_generation_prompt else "all_assistant"
     if truncation not in ("error", "right", "left"):
         raise TokenizationError(f"truncation must be error, right or left, got {truncation!r}")
     if on_special not in ("text", "raise"):
         raise TokenizationError(f"on_special must be text or raise, got {on_special!r}")
+    if on_mismatch not in ("raise", "text"):
+        raise TokenizationError(f"on_mismatch must be raise or text, got {on_mismatch!r}")
     _check_max_length(max_length)
     tpl = get_template(template)
     tok = load_tokenizer(tokenizer)
     checker = _special_checker(tok, tpl) if on_special == "raise" else None
+    missing: re.Pattern[str] | None = None
+    if on_mismatch == "raise":
+        pair = fit(tpl, tok)  # cached per (template, tokenizer)
+        if pair.written:  # the pair is wrong for every conversation: not a per-item error
+            raise mismatch_error(tpl, tok, pair.written[0])
+        missing = pair.pattern  # tokens only some conversations make the template write
     results: list[Encoding | ChatFmtError | None] = []
     plans: list[_Plan | None] = []
     plan: _Plan | None
@@ -229,6 +251,8 @@ def encode_batch(
             segs = tpl.segments(
                 messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
             )
+            if missing is not None:
+                _require_special(segs, missing, tpl, tok)
             plan = _plan(segs, tok, add_bos=add_bos, checker=checker, texts=texts, firsts=firsts)
         except ChatFmtError as exc:
             if errors == "raise":
@@ -246,7 +270,9 @@ def encode_batch(
             out.append(res)
             continue
         try:
-            out.append(_assemble(plan, encoded, tok, train_on, max_length, truncation))
+            out.append(
+                _assemble(plan, encoded, tok, train_on, max_length, truncation, require_trained)
+            )
         except ChatFmtError as exc:
             if errors == "raise":
                 raise
@@ -271,30 +297,6 @@ def _unpack(item: Any) -> tuple[Any, Any]:
     return item, None
 
 
-def _split_control(tok: Tokenizer, text: str) -> list[tuple[int, int, int]]:
-    """(special id or -1, start, end) pieces of a control text, cached per tokenizer."""
-    cache: dict[str, list[tuple[int, int, int]]] = tok.__dict__.setdefault(
-        "_chatfmt_split_cache", {}
-    )
-    found = cache.get(text)
-    if found is not None:
-        return found
-    pieces: list[tuple[int, int, int]] = []
-    pattern = tok.special_pattern
-    pos = 0
-    if pattern is not None:
-        for m in pattern.finditer(text):
-            if m.start() > pos:
-                pieces.append((-1, pos, m.start()))
-            pieces.append((tok.special_id_of(m.group()), m.start(), m.end()))
-            pos = m.end()
-    if pos < len(text):
-        pieces.append((-1, pos, len(text)))
-    if len(cache) < _SPLIT_CACHE_LIMIT:
-        cache[text] = pieces
-    return pieces
-
-
 def _check_max_length(max_length: Any) -> None:
     """``max_length`` is ``None`` or a positive int (never a bool, str or float)."""
     if max_length is None:
@@ -311,15 +313,7 @@ def _check_max_length(max_length: Any) -> None:
 def _special_checker(tok: Tokenizer, tpl: Template) -> re.Pattern[str] | None:
     """The pattern of special-token strings content may not hold (``on_special="raise"``)."""
     strings = frozenset(s for s in (*tok.special_tokens, *tpl.control_tokens) if s)
-    return _special_pattern(strings)
-
-
-@lru_cache(maxsize=64)
-def _special_pattern(strings: frozenset[str]) -> re.Pattern[str] | None:
-    """One alternation of ``strings``, longest first (cached by value, bounded)."""
-    if not strings:
-        return None
-    return re.compile("|".join(re.escape(s) for s in sorted(strings, key=lambda s: (-len(s), s))))
+    return pattern_of(strings)
 
 
 def _plan(
@@ -364,7 +358,7 @@ def _plan(
 
     for s in segs:
         if s.kind is Kind.CONTROL:
-            for special, a, b in _split_control(tok, s.text):
+            for special, a, b in split_control(tok, s.text):
                 if special >= 0:
                     flush()
                     steps.append((-1 - special, pos + a))
@@ -379,6 +373,17 @@ def _plan(
         pos += len(s.text)
     flush()
     return _Plan(segs, text, steps)
+
+
+def _require_special(
+    segs: list[Segment], missing: re.Pattern[str], tpl: Template, tok: Tokenizer
+) -> None:
+    """A control token the tokenizer has no special id for, in control text, is an error."""
+    for s in segs:
+        if s.kind is Kind.CONTROL:
+            m = missing.search(s.text)
+            if m:
+                raise mismatch_error(tpl, tok, m.group())
 
 
 def _require_unicode(seg: Segment) -> None:
@@ -411,6 +416,7 @@ def _assemble(
     train_on: str,
     max_length: int | None,
     truncation: str,
+    require_trained: bool,
 ) -> Encoding:
     # Gather every step's ids and run-local starts, then shift all starts in one vector op.
     id_parts: list[np.ndarray] = []
@@ -468,11 +474,11 @@ def _assemble(
             else slice(len(ids) - max_length, len(ids))
         )
         ids, labels, messages, control = ids[cut], labels[cut], messages[cut], control[cut]
-    if train_on in ("all_assistant", "last_assistant") and not np.any(labels != IGNORE_INDEX):
+    if require_trained and not np.any(labels != IGNORE_INDEX):
         why = " after truncation" if truncated_from is not None else ""
         raise TokenizationError(
-            f"nothing to train on{why}: no assistant output in the sequence (train_on={train_on!r}; "
-            "use train_on='none' for inference prompts)"
+            f"nothing to train on{why}: no assistant output in the sequence (train_on={train_on!r} "
+            "asks for a training mask; leave train_on unset or pass 'none' for inference prompts)"
         )
     return Encoding(ids, labels, messages, control, plan.text, segs, tok, truncated_from)
 

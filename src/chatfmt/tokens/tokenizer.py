@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TokenizationError
+from ..textfile import read_text
 from . import _bytelevel
 
 #: ids and character start offsets of the tokens of one run of text.
@@ -546,7 +547,9 @@ def load_tiktoken_file(
 ) -> TiktokenTokenizer:
     """A plain tiktoken rank file: one ``base64-token rank`` pair per line."""
     ranks: dict[bytes, int] = {}
-    for n, line in enumerate(path.read_text(encoding="ascii").splitlines(), 1):
+    for n, line in enumerate(
+        read_text(path, error=TokenizationError, encoding="ascii").splitlines(), 1
+    ):
         if not line.strip():
             continue
         try:
@@ -606,8 +609,11 @@ class SentencePieceTokenizer(Tokenizer):
         self.name = name
         self._proto = model_proto
         proto = pb.ModelProto()  # type: ignore[attr-defined]
-        proto.ParseFromString(model_proto)
-        self._full = spm.SentencePieceProcessor(model_proto=model_proto)
+        try:  # protobuf's DecodeError or sentencepiece's RuntimeError: not a model file
+            proto.ParseFromString(model_proto)
+            self._full = spm.SentencePieceProcessor(model_proto=model_proto)
+        except Exception as exc:
+            raise TokenizationError(f"{name}: not a SentencePiece model ({exc})") from None
         self.special_tokens = {
             p.piece: i for i, p in enumerate(proto.pieces) if p.type in _SP_SPECIAL_TYPES
         }
@@ -729,8 +735,8 @@ def _load(
         return load_gguf_tokenizer(p, fast=fast)
     if name.endswith(".json"):
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_text(p, error=TokenizationError))
+        except ValueError as exc:
             raise TokenizationError(f"{p}: not a readable JSON tokenizer ({exc})") from None
         if isinstance(data, dict) and "model" in data:
             return HFTokenizer(data, name=str(p), config=_read_config(p.parent), fast=fast)
@@ -749,8 +755,8 @@ def _read_config(folder: Path) -> dict[str, Any]:
     if not cfg.is_file():
         return {}
     try:
-        data = json.loads(cfg.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_text(cfg, error=TokenizationError))
+    except ValueError as exc:
         raise TokenizationError(f"{cfg}: cannot read ({exc})") from None
     return data if isinstance(data, dict) else {}
 
