@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .loop import Agent
 from .tools import FunctionTool, ToolExecutor, ToolOutcome, tool
 
-__all__ = ["FunctionTool", "ToolExecutor", "ToolOutcome", "tool"]
+__all__ = ["Agent", "FunctionTool", "ToolExecutor", "ToolOutcome", "tool"]

@@ -147,15 +147,23 @@ class Agent:
                 history.append(message)
                 finish = "length" if parser.finish_reason == "length" else "stop"
                 break
-            invalid = {_call_key(c) for c in calls if "error" in c}
-            if invalid & invalid_before:  # told once already: stop cleanly
-                history.append(_without_invalid(message))
+            valid = [c for c in calls if "error" not in c]
+            invalid = [c for c in calls if "error" in c]
+            keys = {_call_key(c) for c in invalid}
+            history.append({**message, "tool_calls": valid} if valid else _text_only(message))
+            async for event in self._run_calls(valid, step, history):
+                yield event
+            if keys & invalid_before:  # told once already and written again: stop cleanly
                 finish = "invalid_call"
                 break
-            invalid_before |= invalid
-            history.append(_without_invalid(message))
-            async for event in self._run_calls(calls, step, history):
-                yield event
+            invalid_before |= keys
+            if invalid:
+                feedback = [_invalid_feedback(c) for c in invalid]
+                for call, text in zip(invalid, feedback):
+                    result = ToolResult(call["id"], _name_and_arguments(call)[0], text, error=True)
+                    step.observations.append(result)
+                    yield result
+                history.append({"role": "user", "content": "\n".join(feedback)})
         answer = steps[-1].message.get("content") if steps and finish != "max_turn" else None
         reasoning = steps[-1].message.get("reasoning_content") if steps else None
         yield Final(AgentReturn(history, steps, answer, finish, reasoning))
@@ -225,10 +233,6 @@ class Agent:
             yield result
 
     async def _run_call(self, call: dict[str, Any], name: str, arguments: Any) -> ToolResult:
-        if "error" in call:
-            return ToolResult(
-                call["id"], name, f"Error: the call was not run: {call['error']}", error=True
-            )
         if call.get("type") == "code_interpreter" or (not self.native_code and name == "python"):
             if self.interpreter is None:
                 return ToolResult(call["id"], name, "Error: no code interpreter is available", True)
@@ -292,9 +296,18 @@ def _call_key(call: Mapping[str, Any]) -> str:
     return f"{name}\x00{arguments}"
 
 
-def _without_invalid(message: dict[str, Any]) -> dict[str, Any]:
-    """The assistant message as it goes into the history.
+def _text_only(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message without its calls (all of them malformed)."""
+    out = {k: v for k, v in message.items() if k != "tool_calls"}
+    out["content"] = out.get("content") or ""
+    return out
 
-    TODO(issue 12): a malformed call must stay in the conversation as the model wrote it.
-    """
-    return message
+
+def _invalid_feedback(call: Mapping[str, Any]) -> str:
+    """What the model is told about a malformed call (it was not run)."""
+    name, arguments = _name_and_arguments(call)
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return (
+        f"Error: your call of {name or 'a tool'!r} was not run: {call['error']}. "
+        f"It was written as: {shown}. Write a valid call, or answer without the tool."
+    )

@@ -32,7 +32,11 @@ class ToolOutcome:
 
 
 class FunctionTool:
-    """A Python function (sync or async) offered to the model as an OpenAI function tool."""
+    """A Python function (sync or async) offered to the model as an OpenAI function tool.
+
+    The JSON schema comes from the type hints and docstring; ``parameters`` publishes a
+    schema of your own instead (arguments are still checked against the signature).
+    """
 
     def __init__(
         self,
@@ -40,6 +44,7 @@ class FunctionTool:
         *,
         name: str | None = None,
         description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
     ) -> None:
         if not callable(fn):
             raise ValidationError(f"a tool must be a function, got {type(fn).__name__}")
@@ -54,7 +59,11 @@ class FunctionTool:
         self._model = _arguments_model(
             fn, self.name, {p.arg_name: p.description for p in doc.params}
         )
-        self.parameters = _clean_schema(self._model.model_json_schema())
+        self.parameters = (
+            dict(parameters)
+            if parameters is not None
+            else _clean_schema(self._model.model_json_schema())
+        )
 
     def openai(self) -> dict[str, Any]:
         """The OpenAI tool definition (``{"type": "function", "function": {...}}``)."""
@@ -93,12 +102,16 @@ class FunctionTool:
 
 
 def tool(
-    fn: Callable[..., Any] | None = None, *, name: str | None = None, description: str | None = None
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
 ) -> Any:
     """Decorator: ``@tool`` or ``@tool(name=..., description=...)`` turns a function into a FunctionTool."""
     if fn is None:
-        return lambda f: FunctionTool(f, name=name, description=description)
-    return FunctionTool(fn, name=name, description=description)
+        return lambda f: FunctionTool(f, name=name, description=description, parameters=parameters)
+    return FunctionTool(fn, name=name, description=description, parameters=parameters)
 
 
 def as_tools(items: Iterable[FunctionTool | Callable[..., Any]]) -> list[FunctionTool]:

@@ -36,7 +36,7 @@ def load_tool(spec: str) -> Callable[..., Any]:
     fn = getattr(module, attr, None)
     if fn is None:
         raise _fail(f"--tool {spec!r}: module {module_name!r} has no {attr!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def _backend(url: str | None, model: str | None, model_path: Path | None) -> Any:
