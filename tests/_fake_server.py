@@ -24,6 +24,8 @@ class FakeCompletionsServer:
         self.replies = list(replies or [])
         self.include_stop = include_stop
         self.mode = "ok"
+        self.model_id = "fake-model"
+        self.chunk_delay = 0.0  # seconds between streamed pieces
         self.chunk_size = 3
         self.requests: list[dict[str, Any]] = []
         self.port = 0
@@ -34,7 +36,7 @@ class FakeCompletionsServer:
 
     # ------------------------------------------------------------------ handlers
     async def models(self, _request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": "fake-model"}]})
+        return web.json_response({"object": "list", "data": [{"id": self.model_id}]})
 
     def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
         text = self.replies.pop(0) if self.replies else ""
@@ -76,8 +78,13 @@ class FakeCompletionsServer:
             return resp  # the client has given up by now
         await resp.write(b": keep-alive comment\n\n")
         pieces = [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
-        for piece in pieces:
-            await send({"choices": [{"index": 0, "text": piece, "finish_reason": None}]})
+        try:
+            for piece in pieces:
+                if self.chunk_delay:
+                    await asyncio.sleep(self.chunk_delay)
+                await send({"choices": [{"index": 0, "text": piece, "finish_reason": None}]})
+        except ConnectionError:  # the client left early (Ctrl-C): stop generating
+            return resp
         if self.mode == "cut":
             return resp
         await send({"choices": [{"index": 0, "text": "", "finish_reason": finish}]})

@@ -118,7 +118,9 @@ class Agent:
             prompt = self.template.render(
                 history, tools=self.tool_definitions or None, **self.options
             )
-            request = CompletionRequest.for_template(self.template, prompt, **self.sampling)
+            request = CompletionRequest.for_template(
+                self.template, prompt, prompt_token_ids=self._prompt_ids(history), **self.sampling
+            )
             parser = StreamParser(
                 self.template, tools=self.tool_definitions or None, **self.options
             )
@@ -210,6 +212,23 @@ class Agent:
         """Stop the interpreter if the agent made it."""
         if self._own_interpreter and self.interpreter is not None:
             self.interpreter.close()
+
+    def _prompt_ids(self, history: list[dict[str, Any]]) -> tuple[int, ...] | None:
+        """Injection-safe prompt ids, when the backend has a chatfmt tokenizer (embedded models)."""
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        from ..tokens import encode
+
+        enc = encode(
+            history,
+            self.template,
+            tokenizer,
+            tools=self.tool_definitions or None,
+            add_generation_prompt=True,
+            **self.options,
+        )
+        return tuple(enc.input_ids)
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(

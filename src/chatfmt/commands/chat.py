@@ -250,7 +250,7 @@ def _turn(
         loop.run_until_complete(task)
     except asyncio.CancelledError:
         printer.end()
-        console.print("[stopped]", style="yellow")
+        console.print("[stopped]", style="yellow", markup=False)
         kept = "".join(partial)
         return [*history, {"role": "assistant", "content": kept}] if kept else history[:-1]
     finally:
@@ -259,7 +259,7 @@ def _turn(
     printer.end()
     result = outcome[0]
     if result.finish_reason not in ("stop",):
-        console.print(f"[finish: {result.finish_reason}]", style="yellow")
+        console.print(f"[finish: {result.finish_reason}]", style="yellow", markup=False)
     return list(result.messages)
 
 
