@@ -116,3 +116,24 @@ class TokenizationError(ChatFmtError):
 
 class ParseError(ChatFmtError):
     """Model output that cannot be parsed under the chosen policy."""
+
+
+class BackendError(ChatFmtError):
+    """A completion backend failed: unreachable, answered with an error, or answered garbage."""
+
+
+class BackendConnectionError(BackendError):
+    """The backend could not be reached, or did not answer in time."""
+
+
+class BackendHTTPError(BackendError):
+    """The backend answered with an HTTP error status (``status``; ``body`` is its text, cut)."""
+
+    def __init__(self, message: str, *, status: int, body: str = "") -> None:
+        self.status = status
+        self.body = body
+        super().__init__(message)
+
+
+class BackendProtocolError(BackendError):
+    """The backend's answer is not a valid completions response."""

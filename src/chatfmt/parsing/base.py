@@ -271,6 +271,8 @@ class FormatParser:
     name: ClassVar[str] = ""
     #: Markers that are single special tokens in this family (checked against token ids).
     special_markers: ClassVar[tuple[str, ...]] = ()
+    #: Whether the format has code-interpreter calls (emitted as ``code_interpreter`` calls).
+    code_calls: ClassVar[bool] = False
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         self.out = out

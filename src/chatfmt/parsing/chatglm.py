@@ -30,6 +30,7 @@ class ChatGLM3Parser(BlockParser):
     """Segments separated by ``<|assistant|>``, each with a metadata line (see module doc)."""
 
     name = "chatglm3"
+    code_calls = True
     special_markers = (_ASSISTANT,)
     starts: ClassVar[Mapping[str, str]] = {_ASSISTANT: "meta"}
     #: How a tool segment's arguments are written.

@@ -25,6 +25,7 @@ class InternLM2Parser(BlockParser):
     """Plugin calls are JSON objects (``name`` + ``parameters``/``arguments``); interpreter calls are code."""
 
     name = "internlm2"
+    code_calls = True
     special_markers = (_START, _END, _PLUGIN, _INTERP)
     starts: ClassVar[Mapping[str, str]] = {_START: "kind"}
     end = _END

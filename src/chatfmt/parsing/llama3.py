@@ -24,6 +24,7 @@ class Llama3JsonParser(BlockParser):
     """See module doc."""
 
     name = "llama3_json"
+    code_calls = True
     special_markers = (_TAG, _EOM)
     starts: ClassVar[Mapping[str, str]] = {_TAG: "py_head", "{": "json"}
     #: A ``<|python_tag|>`` block ends at ``<|eom_id|>`` (markup, not content).

@@ -1,0 +1,332 @@
+"""The agent loop: render → complete → parse → run tools → repeat, for any template with tools.
+
+The loop knows no family: the template renders the conversation (with its tool
+definitions and protocol prompts), the backend completes it with the template's
+stop words, the template's parser turns the output into a message with tool calls,
+and the tools' results go back as ``tool`` messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..api import get_template
+from ..backends.base import Backend, CompletionRequest
+from ..errors import ValidationError
+from ..parsing import StreamParser, merge_deltas
+from ..parsing.base import TOOL_PARSERS
+from ..protocol import Conversation, validate_conversation
+from ..template import Template
+from .events import (
+    AgentEvent,
+    AgentFinish,
+    AgentReturn,
+    AgentStep,
+    Final,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolResult,
+    ToolStart,
+)
+from .interpreter import CodeInterpreter
+from .tools import FunctionTool, ToolExecutor
+
+#: The function tool that stands for the interpreter in families without a code-call syntax.
+PYTHON_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "python",
+        "description": (
+            "Run Python code in a stateful Jupyter notebook and get what it prints, returns "
+            "and draws. Use it for calculations, data analysis and files."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+            "required": ["code"],
+        },
+    },
+}
+
+
+def has_code_syntax(template: Template) -> bool:
+    """Whether the template's own format has code-interpreter calls (InternLM2, ChatGLM3, GLM-4, Llama 3.1)."""
+    parser = TOOL_PARSERS.get(template.tool_parser or "plain")
+    return bool(getattr(parser, "code_calls", False))
+
+
+class Agent:
+    """A tool-using agent over any completion backend and any chatfmt template with tools.
+
+    ``tools`` are Python functions (or :class:`FunctionTool` s); ``interpreter`` a
+    :class:`CodeInterpreter` (or ``True`` for one in a temporary folder). Families
+    with a code-call syntax (``<|action_start|><|interpreter|>``, ChatGLM3's
+    ``interpreter``, Llama's ``<|python_tag|>``) use it; the others get a ``python``
+    function tool. ``max_turn`` bounds model calls per :meth:`chat`. ``options`` are
+    template options (e.g. ``plugin_prompt``, ``enable_thinking``); ``sampling``
+    overrides the template's generation defaults (``temperature``, ``max_tokens``, …).
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        template: str | Template,
+        tools: Iterable[FunctionTool | Callable[..., Any]] = (),
+        interpreter: CodeInterpreter | bool | None = None,
+        max_turn: int = 5,
+        tool_timeout: float = 30.0,
+        options: Mapping[str, Any] | None = None,
+        sampling: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.template = get_template(template)
+        self.executor = ToolExecutor(tools, timeout=tool_timeout)
+        self.interpreter = CodeInterpreter() if interpreter is True else interpreter or None
+        self._own_interpreter = interpreter is True
+        if not isinstance(max_turn, int) or isinstance(max_turn, bool) or max_turn < 1:
+            raise ValidationError(f"max_turn must be a positive integer, got {max_turn!r}")
+        self.max_turn = max_turn
+        self.options = dict(options or {})
+        self.sampling = dict(sampling or {})
+        CompletionRequest.for_template(self.template, "", **self.sampling)  # check names early
+        self.native_code = self.interpreter is not None and has_code_syntax(self.template)
+        self.tool_definitions = self.executor.definitions()
+        if self.interpreter is not None:
+            if not self.native_code and "python" in self.executor.tools:
+                raise ValidationError("a tool is named 'python', the interpreter's tool name")
+            self.tool_definitions.append(
+                {"type": "code_interpreter"} if self.native_code else PYTHON_TOOL
+            )
+        if self.tool_definitions and not self.template.supports_tools:
+            raise ValidationError(f"template {self.template.name!r} has no tool-call format")
+
+    # ------------------------------------------------------------------ public API
+    async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:
+        """Run the loop, yielding events as tokens arrive; the last event is :class:`Final`."""
+        history = _as_dicts(messages, self.tool_definitions)
+        steps: list[AgentStep] = []
+        finish: AgentFinish = "max_turn"
+        invalid_before: set[str] = set()
+        for _turn in range(self.max_turn):
+            prompt = self.template.render(
+                history, tools=self.tool_definitions or None, **self.options
+            )
+            request = CompletionRequest.for_template(
+                self.template, prompt, prompt_token_ids=self._prompt_ids(history), **self.sampling
+            )
+            parser = StreamParser(
+                self.template, tools=self.tool_definitions or None, **self.options
+            )
+            deltas: list[dict[str, Any]] = []
+            truncated = False
+            async for chunk in self.backend.stream(request):
+                for delta in parser.feed(chunk.text):
+                    deltas.append(delta)
+                    for event in _events(delta):
+                        yield event
+                truncated = truncated or chunk.finish_reason == "length"
+            for delta in parser.finish(truncated=truncated):
+                deltas.append(delta)
+                for event in _events(delta):
+                    yield event
+            message = _clean(merge_deltas(deltas))
+            step = AgentStep(
+                prompt,
+                message,
+                str(parser.finish_reason),
+                trailing_text=parser.trailing_text or "",
+            )
+            steps.append(step)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                history.append(message)
+                finish = "length" if parser.finish_reason == "length" else "stop"
+                break
+            valid = [c for c in calls if "error" not in c]
+            invalid = [c for c in calls if "error" in c]
+            keys = {_call_key(c) for c in invalid}
+            history.append({**message, "tool_calls": valid} if valid else _text_only(message))
+            async for event in self._run_calls(valid, step, history):
+                yield event
+            if keys & invalid_before:  # told once already and written again: stop cleanly
+                finish = "invalid_call"
+                break
+            invalid_before |= keys
+            if invalid:
+                feedback = [_invalid_feedback(c) for c in invalid]
+                for call, text in zip(invalid, feedback):
+                    result = ToolResult(call["id"], _name_and_arguments(call)[0], text, error=True)
+                    step.observations.append(result)
+                    yield result
+                history.append({"role": "user", "content": "\n".join(feedback)})
+        answer = steps[-1].message.get("content") if steps and finish != "max_turn" else None
+        reasoning = steps[-1].message.get("reasoning_content") if steps else None
+        yield Final(AgentReturn(history, steps, answer, finish, reasoning))
+
+    async def achat(self, messages: Sequence[Any]) -> AgentReturn:
+        """Run the loop to the end and return every step."""
+        result: AgentReturn | None = None
+        async for event in self.astream_chat(messages):
+            if isinstance(event, Final):
+                result = event.result
+        assert result is not None
+        return result
+
+    def chat(self, messages: Sequence[Any]) -> AgentReturn:
+        """Blocking :meth:`achat` (not from inside a running event loop: use ``await achat``)."""
+        return asyncio.run(self.achat(messages))
+
+    def stream_chat(self, messages: Sequence[Any]) -> Iterator[AgentEvent]:
+        """Blocking :meth:`astream_chat`: events as they happen, from a worker thread's loop."""
+        events: queue.Queue[Any] = queue.Queue()
+        done = object()
+
+        async def pump() -> None:
+            try:
+                async for event in self.astream_chat(messages):
+                    events.put(event)
+            except BaseException as exc:  # re-raised in the consumer
+                events.put(exc)
+            finally:
+                events.put(done)
+
+        thread = threading.Thread(target=lambda: asyncio.run(pump()), daemon=True)
+        thread.start()
+        while True:
+            item = events.get()
+            if item is done:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+        thread.join()
+
+    def close(self) -> None:
+        """Stop the interpreter if the agent made it."""
+        if self._own_interpreter and self.interpreter is not None:
+            self.interpreter.close()
+
+    def _prompt_ids(self, history: list[dict[str, Any]]) -> tuple[int, ...] | None:
+        """Injection-safe prompt ids, when the backend has a chatfmt tokenizer (embedded models)."""
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        from ..tokens import encode
+
+        enc = encode(
+            history,
+            self.template,
+            tokenizer,
+            tools=self.tool_definitions or None,
+            add_generation_prompt=True,
+            **self.options,
+        )
+        return tuple(enc.input_ids)
+
+    # ------------------------------------------------------------------ tools
+    async def _run_calls(
+        self, calls: list[dict[str, Any]], step: AgentStep, history: list[dict[str, Any]]
+    ) -> AsyncIterator[AgentEvent]:
+        jobs = []
+        for call in calls:
+            name, arguments = _name_and_arguments(call)
+            yield ToolStart(call["id"], name, arguments)
+            jobs.append(self._run_call(call, name, arguments))
+        for result in await asyncio.gather(*jobs):
+            step.observations.append(result)
+            history.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": result.call_id,
+                    "name": result.name,
+                    "content": result.content,
+                }
+            )
+            yield result
+
+    async def _run_call(self, call: dict[str, Any], name: str, arguments: Any) -> ToolResult:
+        if call.get("type") == "code_interpreter" or (not self.native_code and name == "python"):
+            if self.interpreter is None:
+                return ToolResult(call["id"], name, "Error: no code interpreter is available", True)
+            code = arguments if isinstance(arguments, str) else (arguments or {}).get("code")
+            if not isinstance(code, str):
+                return ToolResult(call["id"], name, "Error: the call has no code", True)
+            run = await self.interpreter.arun(code)
+            return ToolResult(call["id"], name, run.text, not run.ok, tuple(run.images))
+        outcome = await self.executor.run_one(call["id"], name, arguments)
+        return ToolResult(outcome.call_id, name, outcome.content, outcome.error)
+
+
+# ---------------------------------------------------------------------- helpers
+def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The caller's messages (checked once, here) as a list the loop can extend."""
+    if isinstance(messages, Conversation):
+        return [m.to_openai() for m in messages.messages]
+    validate_conversation(list(messages), tools or None)
+    return [dict(m) for m in messages]
+
+
+def _events(delta: Mapping[str, Any]) -> Iterator[AgentEvent]:
+    if delta.get("content"):
+        yield TextDelta(delta["content"])
+    if delta.get("reasoning_content"):
+        yield ReasoningDelta(delta["reasoning_content"])
+    for entry in delta.get("tool_calls") or ():
+        if "code_interpreter" in entry:
+            yield ToolCallDelta(
+                entry["index"],
+                entry["code_interpreter"].get("input", ""),
+                entry.get("id"),
+                "code_interpreter" if "id" in entry else None,
+                code=True,
+            )
+        elif "function" in entry:
+            fn = entry["function"]
+            yield ToolCallDelta(
+                entry["index"], fn.get("arguments", ""), entry.get("id"), fn.get("name")
+            )
+
+
+def _clean(message: dict[str, Any]) -> dict[str, Any]:
+    """The parsed message as a plain dict (no parse metadata)."""
+    return dict(message)
+
+
+def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, Any]:
+    if call.get("type") == "code_interpreter":
+        return "code_interpreter", call["code_interpreter"]["input"]
+    fn = call["function"]
+    try:
+        arguments = json.loads(fn["arguments"]) if fn["arguments"] else {}
+    except ValueError:
+        arguments = fn["arguments"]
+    return fn["name"], arguments
+
+
+def _call_key(call: Mapping[str, Any]) -> str:
+    name, arguments = _name_and_arguments(call)
+    return f"{name}\x00{arguments}"
+
+
+def _text_only(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message without its calls (all of them malformed)."""
+    out = {k: v for k, v in message.items() if k != "tool_calls"}
+    out["content"] = out.get("content") or ""
+    return out
+
+
+def _invalid_feedback(call: Mapping[str, Any]) -> str:
+    """What the model is told about a malformed call (it was not run)."""
+    name, arguments = _name_and_arguments(call)
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return (
+        f"Error: your call of {name or 'a tool'!r} was not run: {call['error']}. "
+        f"It was written as: {shown}. Write a valid call, or answer without the tool."
+    )

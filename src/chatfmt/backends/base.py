@@ -1,0 +1,187 @@
+"""The backend protocol: a prompt and stop words in, text chunks, a finish reason and usage out.
+
+Every engine (an OpenAI-compatible ``/v1/completions`` server, an embedded model, a
+scripted replay for tests) implements :class:`Backend`. The agent and the gateway only
+ever see this interface.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ValidationError
+
+if TYPE_CHECKING:
+    from ..template import Template
+
+#: Why generation ended: a stop word or end of sequence (``stop``) or the token limit (``length``).
+FinishReason = Literal["stop", "length"]
+
+
+#: Numeric request fields: (integer only, lowest allowed value or None).
+_BOUNDS: dict[str, tuple[bool, float | None]] = {
+    "max_tokens": (True, 1),
+    "top_k": (True, 0),
+    "seed": (True, None),
+    "temperature": (False, 0.0),
+    "top_p": (False, 0.0),
+    "repetition_penalty": (False, 0.0),
+}
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """One raw completion: the prompt text, stop words, limits and sampling settings.
+
+    ``prompt_token_ids`` (optional) are the prompt's ids from chatfmt's injection-safe
+    encoding; backends that accept ids send them instead of having the engine tokenize
+    ``prompt`` (which would turn a user's ``<|im_end|>`` into a control token).
+
+    ``None`` for a sampling field means "the backend's default". Build one from a
+    template's bundled defaults with :meth:`for_template`.
+    """
+
+    prompt: str
+    stop: tuple[str, ...] = ()
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    seed: int | None = None
+    repetition_penalty: float | None = None
+    prompt_token_ids: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.prompt, str):
+            raise ValidationError(
+                f"must be a str, got {type(self.prompt).__name__}", field="prompt"
+            )
+        if isinstance(self.stop, str) or not all(isinstance(s, str) for s in self.stop):
+            raise ValidationError("must be a list of strings", field="stop")
+        object.__setattr__(self, "stop", tuple(dict.fromkeys(s for s in self.stop if s)))
+        if self.prompt_token_ids is not None:
+            ids = tuple(self.prompt_token_ids)
+            if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+                raise ValidationError("must be a list of token ids", field="prompt_token_ids")
+            object.__setattr__(self, "prompt_token_ids", ids)
+        for name, (integer, low) in _BOUNDS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            wrong = not isinstance(value, int) if integer else not isinstance(value, (int, float))
+            if isinstance(value, bool) or wrong:
+                kind = "an integer" if integer else "a number"
+                raise ValidationError(f"must be {kind}, got {value!r}", field=name)
+            if low is not None and value < low:
+                raise ValidationError(f"must be at least {low}, got {value!r}", field=name)
+        if self.top_p is not None and self.top_p > 1:
+            raise ValidationError(f"must be at most 1, got {self.top_p!r}", field="top_p")
+
+    @classmethod
+    def for_template(cls, template: Template, prompt: str, **overrides: Any) -> CompletionRequest:
+        """A request with the template's stop words (end of turn and tool calls) and sampling defaults.
+
+        ``overrides`` replace any field (``stop=[...]`` replaces the stop words).
+        """
+        gc = template.generation_config
+        defaults: dict[str, Any] = {
+            "stop": gc.all_stop_words,
+            "temperature": gc.temperature,
+            "top_p": gc.top_p,
+            "top_k": gc.top_k,
+            "repetition_penalty": gc.repetition_penalty,
+        }
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValidationError(
+                f"unknown request field(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            )
+        defaults.update(overrides)
+        return cls(prompt=prompt, **defaults)
+
+    def with_(self, **changes: Any) -> CompletionRequest:
+        """A copy with ``changes`` (validated like the constructor)."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts, when the backend reports them."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.prompt_tokens is None or self.completion_tokens is None:
+            return None
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class CompletionChunk:
+    """A piece of generated text. The last chunk of a stream carries ``finish_reason`` (and usage)."""
+
+    text: str
+    finish_reason: FinishReason | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class CompletionResult:
+    """A whole completion."""
+
+    text: str
+    finish_reason: FinishReason
+    usage: Usage | None = None
+
+
+class Backend(abc.ABC):
+    """A raw text-completion engine.
+
+    Subclasses implement :meth:`stream`; :meth:`complete` collects it. The stream
+    ends with exactly one chunk whose ``finish_reason`` is set (its text may be empty).
+    A backend may or may not include the stop word it stopped at in the text: parse
+    the result with :mod:`chatfmt.parsing`, which accepts both.
+    """
+
+    @abc.abstractmethod
+    def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        """Generate, yielding text chunks as they arrive."""
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult:
+        """Generate and return the whole text."""
+        parts: list[str] = []
+        finish: FinishReason = "stop"
+        usage: Usage | None = None
+        async for chunk in self.stream(request):
+            parts.append(chunk.text)
+            if chunk.finish_reason is not None:
+                finish = chunk.finish_reason
+            if chunk.usage is not None:
+                usage = chunk.usage
+        return CompletionResult("".join(parts), finish, usage)
+
+    async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
+        """Release connections or models held by the backend."""
+
+    async def __aenter__(self) -> Backend:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def usage_from(data: Mapping[str, Any] | None) -> Usage | None:
+    """A :class:`Usage` from an OpenAI ``usage`` object (``None`` if absent or malformed)."""
+    if not isinstance(data, Mapping):
+        return None
+    prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    return Usage(
+        prompt if isinstance(prompt, int) else None,
+        completion if isinstance(completion, int) else None,
+    )

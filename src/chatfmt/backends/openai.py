@@ -1,0 +1,226 @@
+"""Any OpenAI-compatible ``/v1/completions`` endpoint (vLLM, LMDeploy, SGLang, llama.cpp's server).
+
+One pooled :class:`aiohttp.ClientSession` per backend and event loop; aiohttp was
+chosen over httpx by measurement (about half the client CPU per streamed request,
+see ``docs/performance.md``). Streaming uses server-sent events: the response body
+is ``data: {json}`` events ending with ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import aiohttp
+
+from ..errors import BackendConnectionError, BackendHTTPError, BackendProtocolError
+from .base import (
+    Backend,
+    CompletionChunk,
+    CompletionRequest,
+    CompletionResult,
+    FinishReason,
+    usage_from,
+)
+from .sse import sse_data
+
+#: How much of an error body is kept in a :class:`BackendHTTPError`.
+_BODY_LIMIT = 500
+
+
+class OpenAICompletionsBackend(Backend):
+    """Completions from an OpenAI-compatible server.
+
+    ``base_url`` is the API root ending in ``/v1`` (e.g. ``http://127.0.0.1:8000/v1``).
+    ``model`` defaults to the first model the server lists at ``/v1/models``.
+    ``connect_timeout`` bounds connecting; ``read_timeout`` bounds the wait for each
+    piece of the answer (not the whole generation). ``extra_body`` is merged into every
+    request body (engine-specific fields such as ``skip_special_tokens``).
+    ``send_token_ids``: send a request's ``prompt_token_ids`` (when it has them) as the
+    prompt, as vLLM and SGLang accept, instead of the text.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float = 300.0,
+        max_connections: int = 256,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        send_token_ids: bool = False,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise BackendConnectionError(
+                f"backend URL must start with http:// or https://, got {base_url!r}"
+            )
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_connections = max_connections
+        self.extra_body = dict(extra_body or {})
+        self.send_token_ids = send_token_ids
+        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------------ session
+    def _client(self) -> aiohttp.ClientSession:
+        """The pooled session of the running event loop (a new loop gets a new session)."""
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._session.closed or self._loop is not loop:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_connections),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout
+                ),
+                headers=self._headers,
+            )
+            self._loop = loop
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    # ------------------------------------------------------------------ requests
+    async def model_id(self) -> str:
+        """The model name sent with requests (the first one the server lists, unless given)."""
+        if self.model is None:
+            data = await self._get_json("/models")
+            try:
+                self.model = str(data["data"][0]["id"])
+            except (KeyError, IndexError, TypeError):
+                raise BackendProtocolError(
+                    f"{self.base_url}/models lists no model; pass model= explicitly"
+                ) from None
+        return self.model
+
+    def _body(self, model: str, request: CompletionRequest, stream: bool) -> dict[str, Any]:
+        prompt: Any = (
+            list(request.prompt_token_ids)
+            if request.prompt_token_ids is not None and self.send_token_ids
+            else request.prompt
+        )
+        body: dict[str, Any] = {"model": model, "prompt": prompt, "stream": stream}
+        if request.stop:
+            body["stop"] = list(request.stop)
+        for key in ("max_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty"):
+            value = getattr(request, key)
+            if value is not None:
+                body[key] = value
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        body.update(self.extra_body)
+        return body
+
+    async def _get_json(self, path: str) -> Any:
+        url = self.base_url + path
+        try:
+            async with self._client().get(url) as resp:
+                await _raise_for_status(resp, url)
+                return await _json(resp, url)
+        except aiohttp.ClientError as exc:
+            raise _connection_error(url, exc, self.read_timeout) from None
+        except asyncio.TimeoutError:
+            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult:
+        model = await self.model_id()
+        url = self.base_url + "/completions"
+        try:
+            async with self._client().post(url, json=self._body(model, request, False)) as resp:
+                await _raise_for_status(resp, url)
+                data = await _json(resp, url)
+        except aiohttp.ClientError as exc:
+            raise _connection_error(url, exc, self.read_timeout) from None
+        except asyncio.TimeoutError:
+            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+        text, finish = _choice(data, url)
+        return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        model = await self.model_id()
+        url = self.base_url + "/completions"
+        finish: str | None = None
+        usage = None
+        try:
+            async with self._client().post(url, json=self._body(model, request, True)) as resp:
+                await _raise_for_status(resp, url)
+                async for data in sse_data(resp.content):
+                    if data == "[DONE]":
+                        break
+                    event = _loads(data, url)
+                    usage = usage_from(event.get("usage")) or usage
+                    if not event.get("choices"):  # the usage-only chunk
+                        continue
+                    text, reason = _choice(event, url)
+                    finish = reason or finish
+                    if text:
+                        yield CompletionChunk(text)
+        except aiohttp.ClientError as exc:
+            raise _connection_error(url, exc, self.read_timeout) from None
+        except asyncio.TimeoutError:
+            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+        if finish is None:
+            raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
+        yield CompletionChunk("", _finish(finish), usage)
+
+
+async def _raise_for_status(resp: aiohttp.ClientResponse, url: str) -> None:
+    if resp.status < 400:
+        return
+    body = (await resp.text(errors="replace"))[:_BODY_LIMIT]
+    raise BackendHTTPError(f"{url}: HTTP {resp.status}: {body}", status=resp.status, body=body)
+
+
+async def _json(resp: aiohttp.ClientResponse, url: str) -> dict[str, Any]:
+    return _loads(await resp.text(errors="replace"), url)
+
+
+def _loads(text: str, url: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise BackendProtocolError(f"{url}: answer is not JSON: {text[:120]!r}") from None
+    if not isinstance(data, dict):
+        raise BackendProtocolError(f"{url}: answer is not a JSON object: {text[:120]!r}")
+    return data
+
+
+def _choice(data: Mapping[str, Any], url: str) -> tuple[str, str | None]:
+    """The text and finish reason of the first choice of a completions answer."""
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        raise BackendProtocolError(f"{url}: answer has no choices: {json.dumps(data)[:120]}")
+    text = choices[0].get("text")
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise BackendProtocolError(f"{url}: choices[0].text is not a string")
+    reason = choices[0].get("finish_reason")
+    return text, reason if isinstance(reason, str) else None
+
+
+def _finish(reason: str | None) -> FinishReason:
+    """The engine's finish reason: ``length`` stays, anything else (stop, eos, …) is ``stop``."""
+    return "length" if reason == "length" else "stop"
+
+
+def _connection_error(url: str, exc: aiohttp.ClientError, read_timeout: float) -> Exception:
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return BackendConnectionError(f"{url}: no data within {read_timeout} s")
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return BackendProtocolError(f"{url}: the answer broke off: {exc}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return BackendConnectionError(f"cannot reach {url}: {exc.os_error or exc}")
+    return BackendConnectionError(f"{url}: {type(exc).__name__}: {exc}")

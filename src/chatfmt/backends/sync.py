@@ -1,0 +1,85 @@
+"""Blocking use of an async backend: one event loop in a background thread, owned by the wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+from .base import Backend, CompletionChunk, CompletionRequest, CompletionResult
+
+T = TypeVar("T")
+_END = object()
+
+
+class SyncBackend:
+    """Call a :class:`Backend` from ordinary (non-async) code.
+
+    The backend runs on a private event loop in a daemon thread, so its connection
+    pool lives as long as the wrapper. Thread-safe: several threads may call at once.
+    Use as a context manager or call :meth:`close`.
+    """
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="chatfmt-backend", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._loop.is_closed():
+            coro.close()
+            raise RuntimeError("SyncBackend is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def complete(self, request: CompletionRequest) -> CompletionResult:
+        """Generate and return the whole text (blocking)."""
+        return self._run(self.backend.complete(request))
+
+    def stream(self, request: CompletionRequest) -> Iterator[CompletionChunk]:
+        """Generate, yielding chunks as they arrive (blocking iterator).
+
+        Leaving the loop early (``break``) stops the generation.
+        """
+        chunks: queue.Queue[Any] = queue.Queue()
+
+        async def pump() -> None:
+            try:
+                async for chunk in self.backend.stream(request):
+                    chunks.put(chunk)
+            except BaseException as exc:  # handed to the consumer, re-raised there
+                chunks.put(exc)
+            finally:
+                chunks.put(_END)
+
+        future = asyncio.run_coroutine_threadsafe(pump(), self._loop)
+        try:
+            while True:
+                item = chunks.get()
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if not future.done():
+                future.cancel()
+
+    def close(self) -> None:
+        """Close the backend and stop the loop thread."""
+        if self._loop.is_closed():
+            return
+        self._run(self.backend.aclose())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

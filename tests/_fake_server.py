@@ -1,0 +1,117 @@
+"""A fake OpenAI-compatible completions server on 127.0.0.1, started and stopped by the tests.
+
+It replays scripted replies, honours ``stop`` like a real engine (the stop word is not
+returned unless ``include_stop`` is set), streams server-sent events, and can misbehave
+on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
+``"cut"`` (the stream ends without a finish reason), ``"slow"`` (no data for longer
+than a read timeout).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from aiohttp import web
+
+
+class FakeCompletionsServer:
+    def __init__(self, replies: list[str] | None = None, *, include_stop: bool = False) -> None:
+        self.replies = list(replies or [])
+        self.include_stop = include_stop
+        self.mode = "ok"
+        self.model_id = "fake-model"
+        self.chunk_delay = 0.0  # seconds between streamed pieces
+        self.chunk_size = 3
+        self.requests: list[dict[str, Any]] = []
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # ------------------------------------------------------------------ handlers
+    async def models(self, _request: web.Request) -> web.Response:
+        return web.json_response({"object": "list", "data": [{"id": self.model_id}]})
+
+    def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
+        text = self.replies.pop(0) if self.replies else ""
+        max_tokens = body.get("max_tokens")
+        stops = [s for s in body.get("stop") or [] if s in text]
+        if stops:
+            at, word = min((text.find(s), s) for s in stops)
+            return (text[: at + len(word)] if self.include_stop else text[:at]), "stop"
+        if isinstance(max_tokens, int) and len(text) > max_tokens:  # 1 char = 1 "token"
+            return text[:max_tokens], "length"
+        return text, "stop"
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        if self.mode == "http500":
+            return web.Response(status=500, text="engine exploded")
+        if self.mode == "garbage" and not body.get("stream"):
+            return web.Response(text="<html>not json</html>", content_type="text/html")
+        text, finish = self._next_text(body)
+        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}  # chars
+        if not body.get("stream"):
+            choice = {"index": 0, "text": text, "finish_reason": finish}
+            return web.json_response(
+                {"object": "text_completion", "choices": [choice], "usage": usage}
+            )
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+
+        async def send(obj: Any) -> None:
+            data = obj if isinstance(obj, str) else json.dumps(obj)
+            await resp.write(f"data: {data}\n\n".encode())
+
+        if self.mode == "garbage":
+            await send("{this is not json")
+            return resp
+        if self.mode == "slow":
+            await asyncio.sleep(2)
+            return resp  # the client has given up by now
+        await resp.write(b": keep-alive comment\n\n")
+        pieces = [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
+        try:
+            for piece in pieces:
+                if self.chunk_delay:
+                    await asyncio.sleep(self.chunk_delay)
+                await send({"choices": [{"index": 0, "text": piece, "finish_reason": None}]})
+        except ConnectionError:  # the client left early (Ctrl-C): stop generating
+            return resp
+        if self.mode == "cut":
+            return resp
+        await send({"choices": [{"index": 0, "text": "", "finish_reason": finish}]})
+        if (body.get("stream_options") or {}).get("include_usage"):
+            await send({"choices": [], "usage": usage})
+        await send("[DONE]")
+        return resp
+
+
+@contextmanager
+def serve(server: FakeCompletionsServer) -> Iterator[FakeCompletionsServer]:
+    """Run ``server`` on 127.0.0.1 (a free port) in a background thread; always stopped."""
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.router.add_get("/v1/models", server.models)
+    app.router.add_post("/v1/completions", server.completions)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    server.port = runner.addresses[0][1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()

@@ -1,0 +1,316 @@
+"""The agent loop: the seeds' tool flows with a scripted backend, other families, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+import chatfmt
+from chatfmt.agent import Agent, FunctionTool
+from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
+from chatfmt.backends import ScriptedBackend, ScriptedReply
+from chatfmt.errors import ValidationError
+from test_seed_examples_internlm_glm import (
+    SEED_CHATGLM3_TOOLS_MESSAGES,
+    SEED_INTERNLM2_FUNCTION_CALL,
+    WEATHER_TOOL,
+    glm3_actual,
+)
+
+CALLS: list[dict[str, Any]] = []
+
+
+def get_current_weather(location: str, unit: str | None = None) -> dict[str, int]:
+    """Get the current weather in a given location."""
+    CALLS.append({"location": location, "unit": unit})
+    return {"temperature": 22}
+
+
+#: The seed's tool, published with the seed's own schema.
+SEED_WEATHER = FunctionTool(
+    get_current_weather,
+    description=WEATHER_TOOL["function"]["description"],
+    parameters=WEATHER_TOOL["function"]["parameters"],
+)
+
+
+def _assistant_header_prefixes(text: str, header: str) -> list[str]:
+    """The text up to and including each occurrence of ``header``."""
+    out, pos = [], 0
+    while (at := text.find(header, pos)) >= 0:
+        out.append(text[: at + len(header)])
+        pos = at + len(header)
+    return out
+
+
+# --------------------------------------------------------------------------- InternLM2 (seed 000)
+def test_internlm2_seed_weather_flow_prompts_are_the_seed() -> None:
+    """Plugin call → environment → answer; every prompt is the seed's text up to that turn."""
+    CALLS.clear()
+    turn1 = (
+        "Sure, I will search for the weather of Shanghai.<|action_start|><|plugin|>\n"
+        '{"name": "get_current_weather", "parameters": {"location": "Shanghai"}}<|action_end|>'
+    )
+    turn2 = "The weather in Shanghai is 22 celsius<|im_end|>"
+    backend = ScriptedBackend([turn1, turn2])  # the engine stops at <|action_end|> / <|im_end|>
+    agent = Agent(backend, template="internlm2", tools=[SEED_WEATHER], options={"bos_token": ""})
+    messages = [
+        {"role": "system", "content": "You are InternLM2-Chat, a harmless AI assistant"},
+        {"role": "user", "content": "I want to know today's weather in Shanghai"},
+    ]
+    result = agent.chat(messages)
+
+    seed = SEED_INTERNLM2_FUNCTION_CALL + "\n"
+    assert backend.prompts == _assistant_header_prefixes(seed, "<|im_start|>assistant\n")
+    assert "<|action_end|>" in backend.requests[0].stop  # tool stop word sent to the engine
+    assert "<|im_end|>" in backend.requests[0].stop
+    assert CALLS == [{"location": "Shanghai", "unit": None}]
+    assert result.finish_reason == "stop"
+    assert result.answer == "The weather in Shanghai is 22 celsius"
+    assert [len(s.observations) for s in result.steps] == [1, 0]
+    assert result.steps[0].observations[0].content == '{"temperature": 22}'
+    # the returned conversation is valid input again, and renders as the whole seed
+    again = chatfmt.render(
+        result.messages,
+        "internlm2",
+        tools=[SEED_WEATHER.openai()],
+        add_generation_prompt=False,
+        bos_token="",
+    )
+    assert again == seed
+
+
+def test_internlm2_stop_word_returned_by_the_engine_or_not() -> None:
+    """The same flow when the engine includes its stop words in the output."""
+    turn1 = (
+        '<|action_start|><|plugin|>\n{"name": "get_current_weather", '
+        '"parameters": {"location": "Paris"}}<|action_end|>'
+    )
+    answer = "Sunny.<|im_end|>\n<|im_start|>user\nhallucinated"
+    backend = ScriptedBackend([turn1, answer], honor_stop=False)
+    result = Agent(backend, template="internlm2", tools=[get_current_weather]).chat(
+        [{"role": "user", "content": "Paris?"}]
+    )
+    assert result.answer == "Sunny."
+    assert result.steps[-1].trailing_text == "<|im_start|>user\nhallucinated"
+    assert "hallucinated" not in json.dumps(result.messages)
+
+
+# --------------------------------------------------------------------------- ChatGLM3 (seed 001)
+def test_chatglm3_seed_tool_flow() -> None:
+    CALLS.clear()
+    call = SEED_CHATGLM3_TOOLS_MESSAGES[1]
+    args = json.loads(call["tool_calls"][0]["function"]["arguments"])
+    turn1 = (
+        f"get_current_weather\n```python\ntool_call(location='{args['location']}', "
+        f"unit='{args['unit']}')\n```"
+    )
+    turn2 = SEED_CHATGLM3_TOOLS_MESSAGES[3]["content"]
+    backend = ScriptedBackend([turn1, turn2])
+    agent = Agent(backend, template="chatglm3", tools=[SEED_WEATHER])
+    result = agent.chat(SEED_CHATGLM3_TOOLS_MESSAGES[:1])
+    assert CALLS == [{"location": "beijing", "unit": "celsius"}]
+    assert "<|observation|>" in backend.requests[0].stop
+    assert result.answer == turn2
+    # the second prompt holds the call and the observation in ChatGLM3's own form
+    assert "<|observation|>\n" in backend.prompts[1]
+    assert backend.prompts[1].endswith('{"temperature": 22}<|assistant|>')
+    assert glm3_actual(backend.prompts[1]) == backend.prompts[1]
+
+
+@pytest.mark.slow
+def test_chatglm3_code_execution_through_the_kernel(tmp_path: Any) -> None:
+    from chatfmt.agent.interpreter import CodeInterpreter
+
+    turn1 = "interpreter\n```python\nprint(sum(range(101)))\n```"
+    backend = ScriptedBackend([turn1, "The sum is 5050."])
+    with CodeInterpreter(tmp_path, timeout=20) as interp:
+        agent = Agent(backend, template="chatglm3", interpreter=interp)
+        result = agent.chat([{"role": "user", "content": "Add 1..100 with code."}])
+    assert result.steps[0].observations[0].content == "5050"
+    assert "<|observation|>\n 5050" in backend.prompts[1]
+    assert result.answer == "The sum is 5050."
+
+
+@pytest.mark.slow
+def test_internlm2_data_csv_plot_through_the_kernel(tmp_path: Any) -> None:
+    """The seed's data analysis flow: the interpreter system prompt, a plot saved as PNG."""
+    pytest.importorskip("matplotlib")
+    from chatfmt.agent.interpreter import CodeInterpreter
+
+    (tmp_path / "data.csv").write_text("Rainfall,WindDir9am\n1.0,N\n3.5,S\n0.2,E\n", "utf-8")
+    code = (
+        "import pandas as pd\nimport matplotlib.pyplot as plt\n"
+        "df = pd.read_csv('data.csv')\n"
+        "df.plot(x='WindDir9am', y='Rainfall', kind='bar')\nplt.show()\nprint(len(df))"
+    )
+    turn1 = (
+        "I have processed the data and visualized it for you.\n\n"
+        f"<|action_start|><|interpreter|>\n```python\n{code}\n```<|action_end|>"
+    )
+    backend = ScriptedBackend([turn1, "The chart shows rainfall by wind direction.<|im_end|>"])
+    with CodeInterpreter(tmp_path, timeout=60) as interp:
+        agent = Agent(backend, template="internlm2", interpreter=interp)
+        result = agent.chat(
+            [
+                {"role": "user", "content": "Please help me process and visualize this dataset."},
+                {
+                    "role": "user",
+                    "name": "file",
+                    "content": '[{"path": "data.csv", "size": "10K"}]',
+                },
+            ]
+        )
+    first = backend.prompts[0]
+    assert "<|im_start|>system name=<|interpreter|>\nYou now have access to a Jupyter" in first
+    observation = result.steps[0].observations[0]
+    assert not observation.error and len(observation.images) == 1
+    png = observation.images[0]
+    assert png.exists() and png.read_bytes().startswith(b"\x89PNG")
+    assert f"![image]({png.name})" in observation.content
+    assert (
+        f"<|im_start|>environment name=<|interpreter|>\n3\n![image]({png.name})"
+        in (backend.prompts[1])
+    )
+
+
+# --------------------------------------------------------------------------- other families
+@pytest.mark.parametrize(
+    ("template", "call_text"),
+    [
+        (
+            "qwen2.5",
+            '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n'
+            "</tool_call><|im_end|>",
+        ),
+        (
+            "llama3.1",
+            '{"name": "get_current_weather", "parameters": {"location": "Oslo"}}<|eot_id|>',
+        ),
+        (
+            "qwen3",
+            "<think>\nI should call the tool.\n</think>\n\n<tool_call>\n"
+            '{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n</tool_call>',
+        ),
+    ],
+)
+def test_same_loop_for_other_families(template: str, call_text: str) -> None:
+    CALLS.clear()
+    backend = ScriptedBackend([call_text, "It is 22 degrees in Oslo."])
+    result = Agent(backend, template=template, tools=[get_current_weather]).chat(
+        [{"role": "user", "content": "Weather in Oslo?"}]
+    )
+    assert CALLS == [{"location": "Oslo", "unit": None}]
+    assert result.answer == "It is 22 degrees in Oslo."
+    tool_msg = result.messages[-2]
+    assert tool_msg["role"] == "tool" and tool_msg["content"] == '{"temperature": 22}'
+    chatfmt.validate_conversation(result.messages)  # valid input for the next call
+    result_text = '{"temperature": 22}'
+    # Llama 3.1's official template writes a tool result as JSON (a string is JSON-quoted)
+    assert result_text in backend.prompts[1] or json.dumps(result_text) in backend.prompts[1]
+
+
+def test_python_tool_stands_for_the_interpreter_in_families_without_code_calls() -> None:
+    class FakeInterpreter:
+        async def arun(self, code: str) -> Any:
+            from chatfmt.agent.interpreter import ExecutionResult
+
+            return ExecutionResult(text=f"ran {len(code)} chars", stdout="")
+
+    call = '<tool_call>\n{"name": "python", "arguments": {"code": "print(1)"}}\n</tool_call>'
+    backend = ScriptedBackend([call, "done"])
+    agent = Agent(backend, template="qwen2.5", interpreter=FakeInterpreter())  # type: ignore[arg-type]
+    result = agent.chat([{"role": "user", "content": "run"}])
+    assert result.steps[0].observations[0].content == "ran 8 chars"
+    assert '"name": "python"' in backend.prompts[0]
+
+
+# --------------------------------------------------------------------------- failures
+def _boom(x: int) -> int:
+    raise RuntimeError("kaput")
+
+
+async def _slow() -> str:
+    await asyncio.sleep(10)
+    return "late"
+
+
+def test_tool_errors_timeouts_and_unknown_names_reach_the_model() -> None:
+    calls = (
+        "<tool_call>\n"
+        + '{"name": "_boom", "arguments": {"x": 1}}\n</tool_call>\n<tool_call>\n'
+        + '{"name": "_slow", "arguments": {}}\n</tool_call>\n<tool_call>\n'
+        + '{"name": "nope", "arguments": {}}\n</tool_call>'
+    )
+    backend = ScriptedBackend([calls, "Sorry, the tools failed."])
+    agent = Agent(backend, template="qwen2.5", tools=[_boom, _slow], tool_timeout=0.2)
+    result = agent.chat([{"role": "user", "content": "go"}])
+    obs = [(o.name, o.content, o.error) for o in result.steps[0].observations]
+    assert obs[0] == ("_boom", "Error: RuntimeError: kaput", True)
+    assert obs[1] == ("_slow", "Error: _slow timed out after 0.2 s", True)
+    assert obs[2][0] == "nope" and obs[2][2] and "unknown tool 'nope'" in obs[2][1]
+    assert "Error: RuntimeError: kaput" in backend.prompts[1]
+    assert result.answer == "Sorry, the tools failed."
+
+
+def test_malformed_call_is_answered_once_then_the_loop_stops() -> None:
+    bad = '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": Oslo}}\n</tool_call>'
+    backend = ScriptedBackend([bad, bad, "never used"])
+    agent = Agent(backend, template="qwen2.5", tools=[get_current_weather])
+    result = agent.chat([{"role": "user", "content": "Weather?"}])
+    assert result.finish_reason == "invalid_call"
+    assert len(backend.prompts) == 2
+    feedback = result.steps[0].observations[0]
+    assert feedback.error and "was not run" in feedback.content
+    assert "was not run" in backend.prompts[1]
+
+
+def test_max_turn_ends_a_run_that_keeps_calling_tools() -> None:
+    call = (
+        '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "X"}}\n</tool_call>'
+    )
+    backend = ScriptedBackend([call] * 3)
+    result = Agent(backend, template="qwen2.5", tools=[get_current_weather], max_turn=3).chat(
+        [{"role": "user", "content": "loop"}]
+    )
+    assert result.finish_reason == "max_turn" and result.answer is None
+    assert len(result.steps) == 3 and backend.remaining == 0
+
+
+def test_length_finish_is_reported() -> None:
+    backend = ScriptedBackend([ScriptedReply("A long answer that was cu", "length")])
+    result = Agent(backend, template="qwen2.5").chat([{"role": "user", "content": "hi"}])
+    assert result.finish_reason == "length" and result.answer == "A long answer that was cu"
+
+
+def test_stream_chat_events_in_order() -> None:
+    call = '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "Rome"}}\n</tool_call>'
+    backend = ScriptedBackend([ScriptedReply(call, chunk_size=5), "Warm."])
+    agent = Agent(backend, template="qwen2.5", tools=[get_current_weather])
+    events = list(agent.stream_chat([{"role": "user", "content": "Rome?"}]))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds.index("ToolCallDelta") < kinds.index("ToolStart") < kinds.index("ToolResult")
+    assert kinds.index("ToolResult") < kinds.index("TextDelta") and kinds[-1] == "Final"
+    first_call = next(e for e in events if isinstance(e, ToolCallDelta))
+    assert first_call.name == "get_current_weather" and first_call.id
+    args = "".join(e.text for e in events if isinstance(e, ToolCallDelta))
+    assert json.loads(args) == {"location": "Rome"}
+    start = next(e for e in events if isinstance(e, ToolStart))
+    assert start.arguments == {"location": "Rome"}
+    assert next(e for e in events if isinstance(e, ToolResult)).content == '{"temperature": 22}'
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Warm."
+    final = events[-1]
+    assert isinstance(final, Final) and final.result.answer == "Warm."
+    assert json.loads(json.dumps(final.result.to_dict()))["finish_reason"] == "stop"
+
+
+def test_agent_refuses_bad_setups() -> None:
+    with pytest.raises(ValidationError, match="has no tool-call format"):
+        Agent(ScriptedBackend([]), template="gemma", tools=[get_current_weather])
+    with pytest.raises(ValidationError, match="max_turn"):
+        Agent(ScriptedBackend([]), template="qwen2.5", max_turn=0)
+    with pytest.raises(ValidationError, match="unknown request field"):
+        Agent(ScriptedBackend([]), template="qwen2.5", sampling={"max_new_tokens": 3})
