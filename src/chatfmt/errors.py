@@ -137,3 +137,7 @@ class BackendHTTPError(BackendError):
 
 class BackendProtocolError(BackendError):
     """The backend's answer is not a valid completions response."""
+
+
+class InterpreterError(ChatFmtError):
+    """The code interpreter's kernel could not be started (not an error of the executed code)."""

@@ -2,7 +2,38 @@
 
 from __future__ import annotations
 
+from ..errors import InterpreterError
+from .events import (
+    AgentEvent,
+    AgentReturn,
+    AgentStep,
+    Final,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolResult,
+    ToolStart,
+)
+from .interpreter import CodeInterpreter, ExecutionResult
 from .loop import Agent
 from .tools import FunctionTool, ToolExecutor, ToolOutcome, tool
 
-__all__ = ["Agent", "FunctionTool", "ToolExecutor", "ToolOutcome", "tool"]
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "AgentReturn",
+    "AgentStep",
+    "CodeInterpreter",
+    "ExecutionResult",
+    "Final",
+    "FunctionTool",
+    "InterpreterError",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolExecutor",
+    "ToolOutcome",
+    "ToolResult",
+    "ToolStart",
+    "tool",
+]

@@ -26,13 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ChatFmtError
+from ..errors import InterpreterError
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-class InterpreterError(ChatFmtError):
-    """The kernel could not be started (not an error of the executed code)."""
 
 
 @dataclass

@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
         option: Annotated[
             list[str] | None,
             typer.Option(
-                "--option", help="Template option KEY=VALUE (e.g. enable_thinking=false)."
+                "--option", "-O", help="Template option KEY=VALUE (e.g. enable_thinking=false)."
             ),
         ] = None,
     ) -> None:
