@@ -382,7 +382,7 @@ def test_jinja_segments_properties(shared_dir: Path, name: str, data: st.DataObj
         return
     out = tpl.render(messages, tools=tool_list, add_generation_prompt=gen)
     assert out == want
-    if any(set(m.get("content") or "") & MARKER_CHARS for m in messages):
+    if set(json.dumps([messages, tool_list], ensure_ascii=False)) & MARKER_CHARS:
         # Documented limit: data holding the tracer's private marker characters cannot be
         # traced with sentinels. segments() then searches the output for the message texts:
         # it either finds them (and warns) or says why not; never a silent wrong mask.

@@ -10,6 +10,7 @@ llama.cpp context serves one sequence at a time), so the backend is thread-safe.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -22,6 +23,18 @@ from .base import Backend, CompletionChunk, CompletionRequest, Usage
 #: Loaded models by (path, n_ctx, n_threads), with the lock that serializes their use.
 _MODELS: dict[tuple[str, int, int | None], tuple[Any, threading.Lock]] = {}
 _LOADING = threading.Lock()
+
+
+def _close_all() -> None:
+    """Free the loaded models before interpreter shutdown (llama.cpp's finalizers fail after it)."""
+    with _LOADING:
+        for model, lock in _MODELS.values():
+            with lock:
+                model.close()
+        _MODELS.clear()
+
+
+atexit.register(_close_all)
 
 
 def default_model_path() -> Path:
