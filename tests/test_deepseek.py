@@ -60,6 +60,8 @@ def oracle(name: str, messages: list[dict[str, Any]], **kwargs: Any) -> str:
     return out[0] if isinstance(out, list) else out
 
 
+#: Templates without a reasoning format.
+NO_REASONING = ("deepseek-coder", "deepseek-v2", "deepseek-v3")
 #: Templates whose official version writes tool calls only for content null.
 NULL_CONTENT_CALLS = ("deepseek-v3", "deepseek-r1-distill-llama")
 
@@ -76,6 +78,15 @@ def dropped(name: str, messages: list[dict[str, Any]]) -> set[tuple[int, str]]:
     if name.startswith("deepseek-r1"):  # only the last system message is written
         systems = [i for i, m in enumerate(messages) if m["role"] == "system"]
         out |= {(i, "role") for i in systems[:-1]}
+    # reasoning_content is never written: refused everywhere by the formats without
+    # reasoning, and after the last user message (the current turn) by the others.
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    start = -1 if name in NO_REASONING else (users[-1] if users else -1)
+    out |= {
+        (i, "reasoning_content")
+        for i, m in enumerate(messages)
+        if i > start and m.get("reasoning_content")
+    }
     return out
 
 

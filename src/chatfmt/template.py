@@ -363,6 +363,21 @@ def refuse_reasoning(template: str, m: Message, where: str = "") -> None:
         )
 
 
+def refuse_reasoning_after_last_user(template: str, conv: Conversation) -> None:
+    """Formats that never write ``reasoning_content``: refuse it in the current turn.
+
+    The official template drops reasoning of every reply; before the last user message that
+    is the documented exception (earlier turns lose their reasoning, as the model saw them).
+    After it, the reasoning belongs to the turn being trained or continued: refused.
+    """
+    last_user = -1
+    for pos, m in enumerate(conv.messages):
+        if m.role == "user":
+            last_user = pos
+    for m in conv.messages[last_user + 1 :]:
+        refuse_reasoning(template, m, " after the last user message")
+
+
 def _final_message(conv: Conversation) -> Message:
     """The message ``continue_final_message`` leaves open (checked: it exists, has no tool calls)."""
     if not conv.messages:

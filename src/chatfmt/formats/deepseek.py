@@ -18,7 +18,9 @@ Deviations, so that no conversation data is lost silently:
   one that would be dropped (``field="role"``).
 
 As in the official templates, earlier answers lose their ``<think>…</think>`` part (R1,
-V3.1) and ``reasoning_content`` is not written.
+V3.1) and ``reasoning_content`` is not written: reasoning of messages before the last user
+message is dropped (the documented exception); after it, ``reasoning_content`` raises
+:class:`~chatfmt.errors.UnsupportedFeatureError` (``field="reasoning_content"``).
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, ToolCall
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
-from .qwen import refuse_text_with_calls
+from ..template import (
+    RenderContext,
+    Template,
+    refuse_reasoning_after_last_user,
+    refuse_text_with_calls,
+)
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -352,6 +358,10 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     generation_config = _V3_GEN.replace(session_len=131072)
     r1_style = True
 
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        return super().render_conversation(conv, ctx)
+
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         b.control(ASSISTANT + "<think>\n")
 
@@ -417,6 +427,7 @@ class DeepSeekV31Template(Template):
         return bool(value)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
         b = ctx.builder()
         b.control(BOS)
         for k, s in enumerate(m for m in conv.messages if m.role == "system"):

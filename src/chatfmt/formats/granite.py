@@ -16,8 +16,7 @@ from ..errors import ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
-from .qwen import refuse_text_with_calls
+from ..template import RenderContext, Template, refuse_text_with_calls
 
 _SOR = "<|start_of_role|>"
 _EOR = "<|end_of_role|>"

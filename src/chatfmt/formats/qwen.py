@@ -19,7 +19,7 @@ from ..protocol import Conversation, Message, Tool, ToolCall
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..spec import RoleFormat, TemplateSpec
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_reasoning_after_last_user
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -62,19 +62,6 @@ def require_text(template: str, m: Message) -> str:
             field="content",
         )
     return m.content
-
-
-def refuse_text_with_calls(template: str, m: Message) -> None:
-    """Templates that write tool calls only for null content would drop them beside text:
-    such a message is refused instead (``""`` counts as null)."""
-    if m.tool_calls and m.content:
-        raise UnsupportedFeatureError(
-            f"template {template!r} cannot render tool calls together with text: the "
-            'official template would drop the calls silently; send content null (or "") '
-            "with tool calls and put the text in a separate assistant message",
-            index=m.index,
-            field="tool_calls",
-        )
 
 
 def require_messages(template: str, conv: Conversation) -> None:
@@ -400,6 +387,10 @@ class QwQTemplate(_QwenToolsBase):
         top_k=40,
         extra={"min_p": 0.0},
     )
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        return super().render_conversation(conv, ctx)
 
     def _assistant(
         self, b: SegmentBuilder, msgs: Sequence[Message], pos: int, last_query: int

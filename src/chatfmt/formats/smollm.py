@@ -22,7 +22,7 @@ from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..registry import register
 from ..segments import Segment
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_reasoning_after_last_user
 from .qwen import IM_END, IM_START, require_text
 
 END_OF_TEXT = "<|end_of_text|>"
@@ -68,6 +68,7 @@ class SmolLM3Template(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
         msgs = conv.messages
         if not msgs:
             raise ValidationError(
