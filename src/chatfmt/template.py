@@ -370,12 +370,37 @@ def refuse_reasoning_after_last_user(template: str, conv: Conversation) -> None:
     is the documented exception (earlier turns lose their reasoning, as the model saw them).
     After it, the reasoning belongs to the turn being trained or continued: refused.
     """
-    last_user = -1
-    for pos, m in enumerate(conv.messages):
+    last_user = last_user_index(conv)
+    for m in conv.messages:
+        if m.index > last_user:
+            refuse_reasoning(template, m, " after the last user message")
+
+
+def last_user_index(conv: Conversation) -> int:
+    """Index of the last user message (``-1`` when there is none)."""
+    for m in reversed(conv.messages):
         if m.role == "user":
-            last_user = pos
-    for m in conv.messages[last_user + 1 :]:
-        refuse_reasoning(template, m, " after the last user message")
+            return m.index
+    return -1
+
+
+def refuse_think_cut(template: str, m: Message, kept: str) -> None:
+    """Refuse a reply of the current turn that the format cuts at ``</think>`` to ``kept``.
+
+    (R1 distills, DeepSeek V3.1 and QwQ keep only the text after ``</think>`` of a reply;
+    before the last user message that is the documented exception.) Only think markup
+    and whitespace may be cut: an empty ``<think></think>`` block is accepted.
+    """
+    text = m.text
+    cut = text[: len(text) - len(kept)] if text.endswith(kept) else text
+    if cut.replace("<think>", "").replace("</think>", "").strip():
+        raise UnsupportedFeatureError(
+            f"template {template!r} keeps only the text after '</think>' of a reply (the "
+            "official template would drop the reasoning before it silently); this message is "
+            "after the last user message, so remove the <think>…</think> part",
+            index=m.index,
+            field="content",
+        )
 
 
 def _final_message(conv: Conversation) -> Message:

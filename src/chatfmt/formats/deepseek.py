@@ -38,8 +38,10 @@ from ..segments import Segment, SegmentBuilder
 from ..template import (
     RenderContext,
     Template,
+    last_user_index,
     refuse_reasoning_after_last_user,
     refuse_text_with_calls,
+    refuse_think_cut,
 )
 
 BOS = "<｜begin▁of▁sentence｜>"
@@ -197,6 +199,8 @@ class DeepSeekV2Template(Template):
 # ----------------------------------------------------------------------------- V3 / R1 distills
 @dataclass
 class _State:
+    #: Index of the last user message: replies after it must not be cut at ``</think>``.
+    last_user: int = -1
     is_first: bool = False
     is_tool: bool = False
     is_output_first: bool = True
@@ -286,6 +290,8 @@ class DeepSeekV3Template(Template):
         else:
             if self.r1_style and "</think>" in text:
                 text = text.split("</think>")[-1]
+                if m.index > ns.last_user:
+                    refuse_think_cut(self.name, m, text)
             b.control(ASSISTANT, m.index)
         b.content(text, m.index, True)
         b.control(EOS, m.index, True)
@@ -312,7 +318,7 @@ class DeepSeekV3Template(Template):
         b = ctx.builder()
         b.control(BOS)
         self._system(b, conv)
-        ns = _State()
+        ns = _State(last_user=last_user_index(conv))
         for m in conv.messages:
             if m.role == "user":
                 ns.is_tool = False
@@ -428,6 +434,7 @@ class DeepSeekV31Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        last_user = last_user_index(conv)
         b = ctx.builder()
         b.control(BOS)
         for k, s in enumerate(m for m in conv.messages if m.role == "system"):
@@ -470,6 +477,8 @@ class DeepSeekV31Template(Template):
                     is_tool = False
                 elif "</think>" in text:
                     text = text.split("</think>", 1)[1]
+                    if i > last_user:
+                        refuse_think_cut(self.name, m, text)
                 b.content(text, i, True)
                 b.control(EOS, i, True)
             elif m.role == "tool":

@@ -19,7 +19,12 @@ from ..protocol import Conversation, Message, Tool, ToolCall
 from ..registry import register
 from ..segments import Segment, SegmentBuilder
 from ..spec import RoleFormat, TemplateSpec
-from ..template import RenderContext, Template, refuse_reasoning_after_last_user
+from ..template import (
+    RenderContext,
+    Template,
+    refuse_reasoning_after_last_user,
+    refuse_think_cut,
+)
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -402,6 +407,8 @@ class QwQTemplate(_QwenToolsBase):
         else:
             text = m.content or ""
         content = text if last else text.split("</think>")[-1].lstrip("\n")
+        if not last and "</think>" in text and all(x.role != "user" for x in msgs[pos + 1 :]):
+            refuse_think_cut(self.name, m, content)  # a reply after the last user message
         if not m.tool_calls:
             chatml_turn(b, "assistant", content, m.index, trained=True)
         else:
