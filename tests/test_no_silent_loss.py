@@ -230,10 +230,24 @@ def exempt(template: chatfmt.Template, case: Case, index: int | None, path: str)
 
 
 # ----------------------------------------------------------------------------- the property
-def check_no_silent_loss(template: chatfmt.Template, case: Case) -> None:
+def switch_options(template: chatfmt.Template) -> list[str]:
+    """The template's on/off options (``enable_thinking``, ``clear_thinking``, …)."""
+    return [
+        key
+        for key, value in template.default_options.items()
+        if isinstance(value, bool) or (value is None and "thinking" in key)
+    ]
+
+
+def check_no_silent_loss(
+    template: chatfmt.Template, case: Case, options: dict[str, Any] | None = None
+) -> None:
     try:
         out = template.render(
-            case.messages, tools=case.tools, add_generation_prompt=case.add_generation_prompt
+            case.messages,
+            tools=case.tools,
+            add_generation_prompt=case.add_generation_prompt,
+            **(options or {}),
         )
     except ChatFmtError as exc:
         index = getattr(exc, "index", "missing")
@@ -254,16 +268,21 @@ def check_no_silent_loss(template: chatfmt.Template, case: Case) -> None:
         if word not in out and not exempt(template, case, index, path)
     ]
     assert not lost, (
-        f"{template.name} silently dropped {lost}\nmessages={case.messages}\n"
+        f"{template.name} silently dropped {lost}\noptions={options}\nmessages={case.messages}\n"
         f"tools={case.tools}\nadd_generation_prompt={case.add_generation_prompt}\n"
         f"render={out!r}"
     )
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
-@given(case=cases())
-def test_every_template_renders_or_refuses_with_index_and_field(name: str, case: Case) -> None:
-    check_no_silent_loss(chatfmt.get_template(name), case)
+@given(case=cases(), data=st.data())
+def test_every_template_renders_or_refuses_with_index_and_field(
+    name: str, case: Case, data: st.DataObject
+) -> None:
+    template = chatfmt.get_template(name)
+    switches = switch_options(template)
+    options = {key: data.draw(st.booleans(), label=key) for key in switches}
+    check_no_silent_loss(template, case, options)
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
