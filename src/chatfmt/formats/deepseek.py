@@ -346,7 +346,8 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     """DeepSeek-R1-Distill-Llama: the V3 format with ``<think>`` reasoning.
 
     The prompt ends with ``<｜Assistant｜><think>\\n``; earlier answers keep only the text
-    after their last ``</think>`` (``reasoning_content`` is not written, as in the official template).
+    after their last ``</think>`` (``reasoning_content`` is not written, as in the official
+    template); in replies after the last user message both are refused instead.
     """
 
     name = "deepseek-r1-distill-llama"

@@ -365,7 +365,11 @@ class Qwen3Template(_QwenToolsBase):
 
 
 class QwQTemplate(_QwenToolsBase):
-    """QwQ-32B: the generation prompt opens ``<think>``; history replies lose their thinking."""
+    """QwQ-32B: the generation prompt opens ``<think>``; history replies lose their thinking.
+
+    Reasoning of the current turn (after the last user message) that the official template
+    would drop (``reasoning_content``, text before ``</think>`` of a non-final reply) is refused.
+    """
 
     name = "qwq"
     aliases = ("qwq-32b", "qwq32b")

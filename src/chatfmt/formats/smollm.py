@@ -4,7 +4,8 @@ Reproduces the reference ``HuggingFaceTB-SmolLM3-3B.jinja`` (Unsloth's edit of t
 template, which prints no date and lists no tools): the system turn always carries a
 ``## Metadata`` block with the reasoning mode, the caller's system text (without the
 ``/think`` / ``/no_think`` flags) or a default instruction; tool results become ``user``
-turns and ``reasoning_content`` is not written.
+turns and ``reasoning_content`` is not written (before the last user message it is
+dropped, as by the official template; after it, it is refused).
 
 The template drops system messages after the first one and assistant tool calls
 silently; chatfmt raises instead: :class:`~chatfmt.errors.RoleOrderError` for a system
