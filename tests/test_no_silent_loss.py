@@ -300,6 +300,26 @@ def test_the_property_is_not_vacuous(name: str) -> None:
     assert all(f"zq{n}v" in out for n in range(1, len(msgs) * 2 + 1))
 
 
+@pytest.mark.parametrize("name", sorted(EARLIER_REASONING_DROPPED))
+def test_listed_templates_do_drop_earlier_reasoning(name: str) -> None:
+    """The exemption list is exact: each listed template really drops it (and accepts it)."""
+    msgs = [
+        {"role": "user", "content": "zq1v"},
+        {"role": "assistant", "content": "zq2v", "reasoning_content": "zq3v"},
+        {"role": "user", "content": "zq4v"},
+    ]
+    out = chatfmt.get_template(name).render(msgs)
+    assert "zq2v" in out and "zq4v" in out and "zq3v" not in out
+
+
+@pytest.mark.parametrize("name", sorted(NO_TOOL_DEFINITIONS))
+def test_listed_templates_have_no_tool_definitions(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    assert tpl.supports_tools  # tool calls yes, definitions no
+    tool = {"type": "function", "function": {"name": "zq9v", "parameters": {"type": "object"}}}
+    assert "zq9v" not in tpl.render([{"role": "user", "content": "hi"}], tools=[tool])
+
+
 # ----------------------------------------------------------------------------- the reported cases
 WEATHER_CALL = {
     "id": "callweath",  # 9 alphanumerics, valid for every template
