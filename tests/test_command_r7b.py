@@ -64,8 +64,21 @@ def strip_ids(conv: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def dropped(msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
+    """(index, field) of what the official templates drop silently: text beside tool calls
+    (a call turn is plan + calls) and reasoning of a reply without calls."""
+    lost: set[tuple[int, str]] = set()
+    for i, m in enumerate(msgs):
+        if m.get("tool_calls") and m.get("content"):
+            lost.add((i, "content"))
+        elif m["role"] == "assistant" and not m.get("tool_calls") and m.get("reasoning_content"):
+            lost.add((i, "reasoning_content"))
+    return lost
+
+
 def check(name: str, source: str, conv: dict[str, Any], agp: bool, **options: Any) -> str | None:
-    """chatfmt == official (or both reject: chatfmt with a ChatFmtError). Returns the render."""
+    """chatfmt == official (or both reject: chatfmt with a ChatFmtError; or chatfmt refuses,
+    naming message and field, what the official template drops silently). Returns the render."""
     tpl = chatfmt.get_template(name)
     msgs, tools = conv["messages"], conv["tools"]
     before = copy.deepcopy(msgs)
@@ -76,6 +89,12 @@ def check(name: str, source: str, conv: dict[str, Any], agp: bool, **options: An
     except Exception:
         with pytest.raises(ChatFmtError):
             tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
+        return None
+    lost = dropped(msgs)
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
+        assert (err.value.index, err.value.field) in lost
         return None
     segs = tpl.segments(msgs, tools=tools, add_generation_prompt=agp, **options)
     assert join(segs) == expected
@@ -210,7 +229,7 @@ def test_tool_call_numbering_and_grouped_results() -> None:
     ]
     msgs = [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "dropped", "tool_calls": calls},
+        {"role": "assistant", "content": None, "tool_calls": calls},
         {"role": "tool", "tool_call_id": "y", "content": "second"},
         {"role": "tool", "tool_call_id": "x", "content": "first"},
     ]
@@ -220,7 +239,29 @@ def test_tool_call_numbering_and_grouped_results() -> None:
     assert '{"tool_call_id": "1", "tool_name": "search", "parameters": {"query": "a"}}' in out
     assert '"tool_call_id": "1",\n        "results": {\n            "0": "second"' in out
     assert out.count("<|SYSTEM_TOKEN|><|START_TOOL_RESULT|>") == 2  # documents + one group
-    assert "dropped" not in out
+
+
+@pytest.mark.parametrize("name", ["command-r7b", "command-r7b-tool-use"])
+def test_text_beside_calls_and_reply_reasoning_are_refused_not_dropped(name: str) -> None:
+    """The official template writes a call turn as plan + calls and a reply as text only."""
+    call = {"id": "x", "type": "function", "function": {"name": "search", "arguments": "{}"}}
+    tpl = chatfmt.get_template(name)
+    beside = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "Let me search.", "tool_calls": [call]},
+    ]
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(beside, tools=TOOLS)
+    assert (err.value.index, err.value.field) == (1, "content")
+    reply = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "reasoning_content": "because"},
+    ]
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(reply)
+    assert (err.value.index, err.value.field) == (1, "reasoning_content")
+    plan = [{**beside[1], "content": None, "reasoning_content": "I will search."}]
+    assert "<|START_THINKING|>I will search.<|END_THINKING|>" in tpl.render(beside[:1] + plan)
 
 
 def test_repeated_result_id_is_skipped_like_the_official_template() -> None:

@@ -60,6 +60,8 @@ def oracle(name: str, messages: list[dict[str, Any]], **kwargs: Any) -> str:
     return out[0] if isinstance(out, list) else out
 
 
+#: Templates without a reasoning format.
+NO_REASONING = ("deepseek-coder", "deepseek-v2", "deepseek-v3")
 #: Templates whose official version writes tool calls only for content null.
 NULL_CONTENT_CALLS = ("deepseek-v3", "deepseek-r1-distill-llama")
 
@@ -76,7 +78,35 @@ def dropped(name: str, messages: list[dict[str, Any]]) -> set[tuple[int, str]]:
     if name.startswith("deepseek-r1"):  # only the last system message is written
         systems = [i for i, m in enumerate(messages) if m["role"] == "system"]
         out |= {(i, "role") for i in systems[:-1]}
+    # reasoning_content is never written: refused everywhere by the formats without
+    # reasoning, and after the last user message (the current turn) by the others.
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    start = -1 if name in NO_REASONING else (users[-1] if users else -1)
+    out |= {
+        (i, "reasoning_content")
+        for i, m in enumerate(messages)
+        if i > start and m.get("reasoning_content")
+    }
+    if name not in NO_REASONING:  # replies of the current turn cut at </think>
+        out |= {
+            (i, "content") for i in range(start + 1, len(messages)) if think_cut(name, messages, i)
+        }
     return out
+
+
+def think_cut(name: str, messages: list[dict[str, Any]], i: int) -> bool:
+    """Whether the official template cuts reasoning text off reply ``i`` at ``</think>``."""
+    m = messages[i]
+    text = m.get("content") or ""
+    if m["role"] != "assistant" or "</think>" not in text:
+        return False
+    if m.get("tool_calls") and name != "deepseek-r1-distill-qwen":
+        return False  # written as is (or refused as text beside calls)
+    before = [p["role"] for p in messages[:i] if p["role"] != "system"]
+    if not m.get("tool_calls") and before and before[-1] == "tool":
+        return False  # a reply right after tool outputs is not cut
+    cut = text.split("</think>", 1)[0] if name == "deepseek-v3.1" else text.rsplit("</think>", 1)[0]
+    return bool(cut.replace("<think>", "").replace("</think>", "").strip())
 
 
 def normalized(name: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -401,6 +431,10 @@ ALL = list(CASES)
 def test_segments_invariants(name: str, conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template(name)
     msgs = conv["messages"]
+    if dropped(name, msgs):
+        with pytest.raises(UnsupportedFeatureError):
+            tpl.segments(msgs, add_generation_prompt=agp)
+        return
     segs = tpl.segments(msgs, add_generation_prompt=agp)
     assert join(segs) == tpl.render(msgs, add_generation_prompt=agp)
     for s in segs:

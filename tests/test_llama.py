@@ -33,6 +33,31 @@ def _data_source(filename: str) -> str:
     return (files("chatfmt") / "data" / "templates" / filename).read_text(encoding="utf-8")
 
 
+def dropped(
+    name: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    options: dict[str, Any],
+) -> set[tuple[int, str]]:
+    """(index, field) of the data the official template would drop without an error."""
+    lost: set[tuple[int, str]] = set()
+    head = 1 if messages and messages[0]["role"] == "system" else 0
+    rest = messages[head:]
+    has_system = bool(head and messages[0]["content"])
+    if name.startswith("llama2") and has_system and not any(m["role"] == "user" for m in rest):
+        lost.add((0, "content"))  # the system prompt lives in the first user turn
+    if name == "llama2":
+        lost |= {(i, "role") for i, m in enumerate(messages) if i >= head and m["role"] == "system"}
+    if name.startswith("llama3."):
+        for i, m in enumerate(messages):
+            if m.get("tool_calls") and (m.get("content") or "").strip():
+                lost.add((i, "content"))  # only the call is written
+        in_user = tools and options.get("tools_in_user_message", True) and rest
+        if in_user and (rest[0]["role"] != "user" or rest[0].get("tool_calls")):
+            lost.add((head, "role"))  # written as the user turn
+    return lost
+
+
 def check_same(
     name: str,
     filename: str,
@@ -44,7 +69,8 @@ def check_same(
     now: dt.date | None = None,
     **options: Any,
 ) -> str | None:
-    """Render with chatfmt and the official template; equal output, or both raise."""
+    """Render with chatfmt and the official template; equal output, or both raise, or chatfmt
+    refuses (naming message and field) what the official template would drop silently."""
     tpl = chatfmt.get_template(name)
     try:
         expected = official_render(
@@ -65,6 +91,14 @@ def check_same(
                 **options,
             )
         return f"raised: {exc}"
+    lost = dropped(name, messages, tools, options)
+    if lost:
+        with pytest.raises((UnsupportedFeatureError, RoleOrderError)) as err:
+            tpl.render(
+                messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+            )
+        assert (err.value.index, err.value.field) in lost
+        return "dropped"
     got = tpl.render(
         messages, tools=tools, add_generation_prompt=add_generation_prompt, now=now, **options
     )

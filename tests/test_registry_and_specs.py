@@ -121,6 +121,10 @@ def test_first_user_system_mode_and_unsupported_system() -> None:
     )
     out = tpl.render([{"role": "system", "content": "S"}, *MESSAGES], add_generation_prompt=False)
     assert out == "[INST] <<SYS>>\nS\n<</SYS>>\n\nhi [/INST] yo </s>[INST] again [/INST]"
+    # No user turn to hold the system prompt: refused, not dropped.
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render([{"role": "system", "content": "S"}])
+    assert (err.value.index, err.value.field) == (0, "content")
     strict = SpecTemplate(
         TemplateSpec(
             name="nosys",

@@ -158,6 +158,13 @@ class SpecTemplate(Template):
             b.content(text, m.index, trained)
             b.control(fmt.suffix, m.index, trained)
             b.control(fmt.separator, m.index)
+        if system_text and system_index is not None:
+            raise UnsupportedFeatureError(
+                f"template {spec.name!r} writes the system prompt into the first user turn and "
+                "there is none (it would be dropped silently); add a user message",
+                index=system_index,
+                field="content",
+            )
         if ctx.add_generation_prompt:
             gp = spec.generation_prompt
             b.control(roles["assistant"].prefix if gp is None else gp)

@@ -226,6 +226,10 @@ class Template(ABC):
         afterwards by the caller. Backends with their own validation override this.
         """
         conv = validate_conversation(messages, tools, require_tool_calls=sequence_start)
+        if not self.supports_reasoning:
+            for m in conv.messages:
+                if m.reasoning_content:
+                    refuse_reasoning(self.name, m)
         if self.generation_config.capability == "completion":
             return conv, _completion_segments(conv, self.name)
         if sequence_start:
@@ -311,6 +315,95 @@ def parse_now(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime | None:
     raise ValidationError(
         f"now must be a date, a datetime or an ISO string, got {type(now).__name__}", field="now"
     )
+
+
+# ----------------------------------------------------------------------------- refusals
+# Shared checks for input an official template would drop without a word (README: "No
+# silent data loss"): chatfmt raises instead, naming the message and the field.
+
+
+def refuse_text_with_calls(
+    template: str, m: Message, *, dropped: str = "tool_calls", trimmed: bool = False
+) -> None:
+    """Refuse an assistant message with both text and tool calls where the format keeps one.
+
+    ``dropped`` is the field the official template would lose: ``"tool_calls"`` (it writes
+    calls only for null content) or ``"content"`` (it writes only the calls). ``""`` counts
+    as no text; with ``trimmed`` (formats that trim all content) so does whitespace.
+    """
+    if m.tool_calls and m.content and (not trimmed or not m.content.isspace()):
+        lost = "the calls" if dropped == "tool_calls" else "the text"
+        raise UnsupportedFeatureError(
+            f"template {template!r} cannot render tool calls together with text: the "
+            f'official template would drop {lost} silently; send content null (or "") '
+            "with tool calls and put the text in a separate assistant message",
+            index=m.index,
+            field=dropped,
+        )
+
+
+def refuse_system_without_user(
+    template: str, system: Message | None, rest: Sequence[Message]
+) -> None:
+    """Refuse a system prompt that the format writes into a user turn when there is none."""
+    if system is not None and system.content and not any(m.role == "user" for m in rest):
+        raise UnsupportedFeatureError(
+            f"template {template!r} writes the system prompt into the first user turn and "
+            "there is none (the official template would drop it silently); add a user message",
+            index=system.index,
+            field="content",
+        )
+
+
+def refuse_reasoning(template: str, m: Message, where: str = "") -> None:
+    """Refuse ``reasoning_content`` that the format cannot write (``where`` says which turns)."""
+    if m.reasoning_content:
+        raise UnsupportedFeatureError(
+            f"template {template!r} has no place for reasoning_content{where} (the official "
+            "template would drop it silently); remove it or put it in content",
+            index=m.index,
+            field="reasoning_content",
+        )
+
+
+def refuse_reasoning_after_last_user(template: str, conv: Conversation) -> None:
+    """Formats that never write ``reasoning_content``: refuse it in the current turn.
+
+    The official template drops reasoning of every reply; before the last user message that
+    is the documented exception (earlier turns lose their reasoning, as the model saw them).
+    After it, the reasoning belongs to the turn being trained or continued: refused.
+    """
+    last_user = last_user_index(conv)
+    for m in conv.messages:
+        if m.index > last_user:
+            refuse_reasoning(template, m, " after the last user message")
+
+
+def last_user_index(conv: Conversation) -> int:
+    """Index of the last user message (``-1`` when there is none)."""
+    for m in reversed(conv.messages):
+        if m.role == "user":
+            return m.index
+    return -1
+
+
+def refuse_think_cut(template: str, m: Message, kept: str) -> None:
+    """Refuse a reply of the current turn that the format cuts at ``</think>`` to ``kept``.
+
+    (R1 distills, DeepSeek V3.1 and QwQ keep only the text after ``</think>`` of a reply;
+    before the last user message that is the documented exception.) Only think markup
+    and whitespace may be cut: an empty ``<think></think>`` block is accepted.
+    """
+    text = m.text
+    cut = text[: len(text) - len(kept)] if text.endswith(kept) else text
+    if cut.replace("<think>", "").replace("</think>", "").strip():
+        raise UnsupportedFeatureError(
+            f"template {template!r} keeps only the text after '</think>' of a reply (the "
+            "official template would drop the reasoning before it silently); this message is "
+            "after the last user message, so remove the <think>…</think> part",
+            index=m.index,
+            field="content",
+        )
 
 
 def _final_message(conv: Conversation) -> Message:

@@ -18,7 +18,7 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
 
 _SOT = "<|START_OF_TURN_TOKEN|>"
 _EOT = "<|END_OF_TURN_TOKEN|>"
@@ -576,6 +576,13 @@ class CommandR7B(Template):
     always_tool_use = False
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        for m in conv.messages:
+            # The official template writes a tool-call turn as plan (reasoning_content) plus
+            # calls, and a reply as its text only: what falls outside is refused, not dropped.
+            if m.tool_calls:
+                refuse_text_with_calls(self.name, m, dropped="content")
+            elif m.role == "assistant":
+                refuse_reasoning(self.name, m, " on a reply without tool calls")
         docs = _r7b_documents(ctx)
         uses_tools = bool(conv.tools) or any(
             m.tool_calls or m.role == "tool" for m in conv.messages

@@ -18,7 +18,9 @@ Deviations, so that no conversation data is lost silently:
   one that would be dropped (``field="role"``).
 
 As in the official templates, earlier answers lose their ``<think>…</think>`` part (R1,
-V3.1) and ``reasoning_content`` is not written.
+V3.1) and ``reasoning_content`` is not written: reasoning of messages before the last user
+message is dropped (the documented exception); after it, ``reasoning_content`` raises
+:class:`~chatfmt.errors.UnsupportedFeatureError` (``field="reasoning_content"``).
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, ToolCall
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
-from .qwen import refuse_text_with_calls
+from ..template import (
+    RenderContext,
+    Template,
+    last_user_index,
+    refuse_reasoning_after_last_user,
+    refuse_text_with_calls,
+    refuse_think_cut,
+)
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -190,6 +198,8 @@ class DeepSeekV2Template(Template):
 # ----------------------------------------------------------------------------- V3 / R1 distills
 @dataclass
 class _State:
+    #: Index of the last user message: replies after it must not be cut at ``</think>``.
+    last_user: int = -1
     is_first: bool = False
     is_tool: bool = False
     is_output_first: bool = True
@@ -279,6 +289,8 @@ class DeepSeekV3Template(Template):
         else:
             if self.r1_style and "</think>" in text:
                 text = text.split("</think>")[-1]
+                if m.index > ns.last_user:
+                    refuse_think_cut(self.name, m, text)
             b.control(ASSISTANT, m.index)
         b.content(text, m.index, True)
         b.control(EOS, m.index, True)
@@ -305,7 +317,7 @@ class DeepSeekV3Template(Template):
         b = ctx.builder()
         b.control(BOS)
         self._system(b, conv)
-        ns = _State()
+        ns = _State(last_user=last_user_index(conv))
         for m in conv.messages:
             if m.role == "user":
                 ns.is_tool = False
@@ -333,7 +345,8 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     """DeepSeek-R1-Distill-Llama: the V3 format with ``<think>`` reasoning.
 
     The prompt ends with ``<｜Assistant｜><think>\\n``; earlier answers keep only the text
-    after their last ``</think>`` (``reasoning_content`` is not written, as in the official template).
+    after their last ``</think>`` (``reasoning_content`` is not written, as in the official
+    template); in replies after the last user message both are refused instead.
     """
 
     name = "deepseek-r1-distill-llama"
@@ -350,6 +363,10 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     reasoning_parser = "think"
     generation_config = _V3_GEN.replace(session_len=131072)
     r1_style = True
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        return super().render_conversation(conv, ctx)
 
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         b.control(ASSISTANT + "<think>\n")
@@ -416,6 +433,8 @@ class DeepSeekV31Template(Template):
         return bool(value)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        last_user = last_user_index(conv)
         b = ctx.builder()
         b.control(BOS)
         for k, s in enumerate(m for m in conv.messages if m.role == "system"):
@@ -458,6 +477,8 @@ class DeepSeekV31Template(Template):
                     is_tool = False
                 elif "</think>" in text:
                     text = text.split("</think>", 1)[1]
+                    if i > last_user:
+                        refuse_think_cut(self.name, m, text)
                 b.content(text, i, True)
                 b.control(EOS, i, True)
             elif m.role == "tool":

@@ -13,7 +13,7 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_system_without_user
 
 _START = "<start_of_turn>"
 _END = "<end_of_turn>"
@@ -36,6 +36,7 @@ class _GemmaBase(Template):
         if msgs and msgs[0].role == "system":
             if self.system_handling == "fold":
                 prefix = msgs.pop(0)
+                refuse_system_without_user(self.name, prefix, msgs)
             elif ctx.option("merge_system_into_first_user"):
                 # llama.cpp's Jinja workaround: system + "\n" + first message, trimmed as one.
                 prefix = msgs.pop(0)

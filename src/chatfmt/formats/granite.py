@@ -15,8 +15,7 @@ from ..config import GenerationConfig
 from ..errors import ValidationError
 from ..protocol import Conversation, Message
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
-from .qwen import refuse_text_with_calls
+from ..template import RenderContext, Template, refuse_text_with_calls
 
 _SOR = "<|start_of_role|>"
 _EOR = "<|end_of_role|>"

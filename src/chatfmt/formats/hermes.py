@@ -16,7 +16,7 @@ from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError
 from ..protocol import Conversation, Message, Tool
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_text_with_calls
 from .qwen import IM_END, IM_START, chatml_turn, function_call, require_text, tojson
 
 BOS = "<|begin_of_text|>"
@@ -167,13 +167,7 @@ class HermesTemplate(Template):
     def _calls(self, b: SegmentBuilder, m: Message) -> None:
         # The official tool_use template drops the content of a message with tool calls;
         # chatfmt refuses to lose it silently (send the text as its own assistant message).
-        if m.content:
-            raise UnsupportedFeatureError(
-                f"template {self.name!r} drops the text of an assistant message that has tool "
-                "calls; send the text as a separate assistant message",
-                index=m.index,
-                field="tool_calls",
-            )
+        refuse_text_with_calls(self.name, m, dropped="content")
         b.control(f"{IM_START}assistant\n", m.index)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)

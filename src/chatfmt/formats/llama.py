@@ -17,7 +17,7 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool, ToolCall
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_system_without_user, refuse_text_with_calls
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -65,8 +65,17 @@ class Llama2Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
+        refuse_system_without_user(self.name, system, msgs)
         b = ctx.builder()
         for k, m in enumerate(msgs):
+            if m.role == "system":
+                # The official template renders a later system message as nothing.
+                raise RoleOrderError(
+                    f"template {self.name!r} accepts a system message only as the first "
+                    "message (the official template drops later ones silently)",
+                    index=m.index,
+                    field="role",
+                )
             if (m.role == "user") != (k % 2 == 0):
                 raise RoleOrderError(ALTERNATE, index=m.index, field="role")
             _reject_tools(self.name, m)
@@ -94,7 +103,6 @@ class Llama2Template(Template):
                 b.control(" ", m.index, True)
                 b.content(m.text.strip(), m.index, True)
                 b.control(" </s>", m.index, True)
-            # A later system message sits in an assistant slot and renders nothing (as official).
         return b.segments
 
 
@@ -116,6 +124,7 @@ class Llama2SeedTemplate(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
+        refuse_system_without_user(self.name, system, msgs)
         b = ctx.builder()
         for k, m in enumerate(msgs):
             if m.role not in ("user", "assistant"):
@@ -356,6 +365,17 @@ class Llama31Template(Template):
                     field="messages",
                 )
             first = msgs.pop(0)
+            if first.role != "user" or first.tool_calls:
+                # The official template writes messages[0]'s text as the user turn whatever
+                # its role, and drops its tool calls.
+                raise UnsupportedFeatureError(
+                    f"template {self.name!r} puts the tool list into the first user message "
+                    f"(tools_in_user_message), but the first message after the system prompt is "
+                    f"a {first.role} message; start with a user message or pass "
+                    "tools_in_user_message=False",
+                    index=first.index,
+                    field="role",
+                )
             b.control(_HEADER.format("user") + _TOOLS_IN_USER, first.index)
             self._tool_list(b, tools, first.index)
             b.content(first.text.strip(), first.index)
@@ -370,6 +390,8 @@ class Llama31Template(Template):
                     m.index,
                 )
             elif m.tool_calls:
+                # The official template writes only the call: text beside it would vanish.
+                refuse_text_with_calls(self.name, m, dropped="content", trimmed=True)
                 self._tool_call(b, m, builtin)
             else:
                 trained = m.role == "assistant"

@@ -16,7 +16,12 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool
 from ..segments import Segment, SegmentBuilder
-from ..template import RenderContext, Template
+from ..template import (
+    RenderContext,
+    Template,
+    refuse_system_without_user,
+    refuse_text_with_calls,
+)
 
 BOS = "<s>"
 EOS = "</s>"
@@ -236,6 +241,16 @@ def _is_last_user(m: Message, users: Sequence[Message]) -> bool:
     return m.content == last.content and m.name == last.name
 
 
+def refuse_tools_without_user(name: str, conv: Conversation, msgs: Sequence[Message]) -> None:
+    """The tool list goes before the last user turn: without one it would vanish."""
+    if conv.tools and not any(m.role == "user" for m in msgs):
+        raise UnsupportedFeatureError(
+            f"template {name!r} writes the tool list before the last user message and there "
+            "is none (the official template would drop the tools silently); add a user message",
+            field="tools",
+        )
+
+
 def _function_tools(name: str, conv: Conversation) -> tuple[Tool, ...]:
     if conv.has_code_interpreter:
         raise UnsupportedFeatureError(
@@ -268,6 +283,7 @@ class MistralV1Template(Template):
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
+        refuse_system_without_user(self.name, system, msgs)
         b = ctx.builder()
         b.control(BOS)
         for k, m in enumerate(msgs):
@@ -299,8 +315,9 @@ class MistralV3Template(Template):
     """Mistral v3 (7B-Instruct v0.3, Large 2407, Mixtral 8x22B): tools in ``[AVAILABLE_TOOLS]``
     before the last user turn, ``[TOOL_CALLS]`` JSON lists and ``[TOOL_RESULTS]``.
 
-    As the official template, the system text is put into the last user turn (and is
-    dropped when the conversation does not end with a user turn).
+    As the official template, the system text is put into the last user turn; where the
+    official template would drop it (the conversation does not end with a user turn) or
+    the text beside tool calls, chatfmt raises ``UnsupportedFeatureError`` instead.
     """
 
     name = "mistral-v3"
@@ -380,6 +397,15 @@ class MistralV3Template(Template):
         tools = _function_tools(self.name, conv)
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
+        refuse_tools_without_user(self.name, conv, msgs)
+        if system is not None and system.content and (not msgs or msgs[-1].role != "user"):
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} writes the system prompt into the final user turn, and "
+                "this conversation does not end with a user message (the official template "
+                "would drop the system prompt silently)",
+                index=system.index,
+                field="content",
+            )
         b = ctx.builder()
         b.control(BOS)
         for k, m in enumerate(msgs):
@@ -393,6 +419,7 @@ class MistralV3Template(Template):
                 b.content(m.text, m.index)
                 b.control("[/INST]", m.index)
             elif m.tool_calls:
+                refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
                 self._calls(b, m)
             elif m.role == "assistant":
                 self._answer(b, m)
@@ -470,6 +497,7 @@ class MistralV7Template(Template):
         system, msgs = conv.split_system()
         users = [m for m in msgs if m.role == "user"]
         check_alternation(msgs)
+        refuse_tools_without_user(self.name, conv, msgs)
         b = ctx.builder()
         b.control(BOS)
         b.control("[SYSTEM_PROMPT]", system.index if system else None)
@@ -493,6 +521,7 @@ class MistralV7Template(Template):
                     )
                 b.turn("[INST]", m.text, "[/INST]", "", i)
             elif m.role == "assistant" and m.tool_calls:
+                refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
                 self._calls(b, m)
             elif m.role == "assistant":
                 if m.content is None:

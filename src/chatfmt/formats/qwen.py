@@ -18,7 +18,12 @@ from ..errors import UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message, Tool, ToolCall
 from ..segments import Segment, SegmentBuilder
 from ..spec import RoleFormat, SpecTemplate, TemplateSpec
-from ..template import RenderContext, Template
+from ..template import (
+    RenderContext,
+    Template,
+    refuse_reasoning_after_last_user,
+    refuse_think_cut,
+)
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -61,19 +66,6 @@ def require_text(template: str, m: Message) -> str:
             field="content",
         )
     return m.content
-
-
-def refuse_text_with_calls(template: str, m: Message) -> None:
-    """Templates that write tool calls only for null content would drop them beside text:
-    such a message is refused instead (``""`` counts as null)."""
-    if m.tool_calls and m.content:
-        raise UnsupportedFeatureError(
-            f"template {template!r} cannot render tool calls together with text: the "
-            'official template would drop the calls silently; send content null (or "") '
-            "with tool calls and put the text in a separate assistant message",
-            index=m.index,
-            field="tool_calls",
-        )
 
 
 def require_messages(template: str, conv: Conversation) -> None:
@@ -372,7 +364,11 @@ class Qwen3Template(_QwenToolsBase):
 
 
 class QwQTemplate(_QwenToolsBase):
-    """QwQ-32B: the generation prompt opens ``<think>``; history replies lose their thinking."""
+    """QwQ-32B: the generation prompt opens ``<think>``; history replies lose their thinking.
+
+    Reasoning of the current turn (after the last user message) that the official template
+    would drop (``reasoning_content``, text before ``</think>`` of a non-final reply) is refused.
+    """
 
     name = "qwq"
     aliases = ("qwq-32b", "qwq32b")
@@ -400,6 +396,10 @@ class QwQTemplate(_QwenToolsBase):
         extra={"min_p": 0.0},
     )
 
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
+        return super().render_conversation(conv, ctx)
+
     def _assistant(
         self, b: SegmentBuilder, msgs: Sequence[Message], pos: int, last_query: int
     ) -> None:
@@ -410,6 +410,8 @@ class QwQTemplate(_QwenToolsBase):
         else:
             text = m.content or ""
         content = text if last else text.split("</think>")[-1].lstrip("\n")
+        if not last and "</think>" in text and all(x.role != "user" for x in msgs[pos + 1 :]):
+            refuse_think_cut(self.name, m, content)  # a reply after the last user message
         if not m.tool_calls:
             chatml_turn(b, "assistant", content, m.index, trained=True)
         else:

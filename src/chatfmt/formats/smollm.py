@@ -4,7 +4,8 @@ Reproduces the reference ``HuggingFaceTB-SmolLM3-3B.jinja`` (Unsloth's edit of t
 template, which prints no date and lists no tools): the system turn always carries a
 ``## Metadata`` block with the reasoning mode, the caller's system text (without the
 ``/think`` / ``/no_think`` flags) or a default instruction; tool results become ``user``
-turns and ``reasoning_content`` is not written.
+turns and ``reasoning_content`` is not written (before the last user message it is
+dropped, as by the official template; after it, it is refused).
 
 The template drops system messages after the first one and assistant tool calls
 silently; chatfmt raises instead: :class:`~chatfmt.errors.RoleOrderError` for a system
@@ -21,7 +22,7 @@ from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Message
 from ..segments import Segment
-from ..template import RenderContext, Template
+from ..template import RenderContext, Template, refuse_reasoning_after_last_user
 from .qwen import IM_END, IM_START, require_text
 
 END_OF_TEXT = "<|end_of_text|>"
@@ -69,6 +70,7 @@ class SmolLM3Template(Template):
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        refuse_reasoning_after_last_user(self.name, conv)  # the official template never writes it
         msgs = conv.messages
         if not msgs:
             raise ValidationError(

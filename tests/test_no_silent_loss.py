@@ -1,0 +1,395 @@
+"""No silent data loss: every registered template renders the data it is given or refuses it.
+
+For generated conversations (system/user/assistant/tool messages, tool calls with argument
+values, text next to calls, several system messages, any final role, with and without
+``tools=``, with and without a generation prompt) every message's text, reasoning, tool-call
+name and argument key/value appears in the render, or the render raises a
+:class:`chatfmt.errors.ChatFmtError` naming the message (``index``) and the field.
+
+The only drops allowed are the documented ones in :data:`EXEMPTIONS` (data, each with its
+reason). Every text in a generated conversation is a unique marker word (``zq<n>v``) that no
+template writes on its own and that no other marker contains, so "appears in the render" is
+a real check.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import chatfmt
+from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+
+TEMPLATES = [t.name for t in chatfmt.list_templates()]
+
+
+# ----------------------------------------------------------------------------- generated data
+#: Field path of reasoning written into ``content`` as ``<think>…</think>`` (it is content).
+THINK_IN_CONTENT = "content<think>"
+
+
+@dataclass
+class Case:
+    """A generated conversation and what the render must contain."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    add_generation_prompt: bool
+    #: (message index or None for tools, field path, marker word) for every piece of data.
+    pieces: list[tuple[int | None, str, str]] = field(default_factory=list)
+
+    def last_user(self) -> int:
+        """Index of the last user message (-1 when there is none)."""
+        users = [i for i, m in enumerate(self.messages) if m["role"] == "user"]
+        return users[-1] if users else -1
+
+
+class _Words:
+    """Unique marker words: ``zq<n>v`` never contains another marker (``z`` starts each one)."""
+
+    def __init__(self) -> None:
+        self._n = itertools.count()
+
+    def word(self) -> str:
+        return f"zq{next(self._n)}v"
+
+    def number(self) -> int:
+        return 7300019 + 1000 * next(self._n)
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    words = _Words()
+    msgs: list[dict[str, Any]] = []
+    pieces: list[tuple[int | None, str, str]] = []
+    names: list[str] = []
+
+    def text(index: int, key: str = "content") -> str:
+        first, second = words.word(), words.word()
+        pieces.extend([(index, key, first), (index, key, second)])
+        return first + draw(st.sampled_from([" ", "\n", ", "])) + second
+
+    def plain(role: str) -> None:
+        msgs.append({"role": role, "content": text(len(msgs))})
+
+    def assistant(with_calls: bool) -> None:
+        i = len(msgs)
+        msg: dict[str, Any] = {"role": "assistant"}
+        shape = draw(st.sampled_from(["text", "none", "empty"] if with_calls else ["text"]))
+        msg["content"] = text(i) if shape == "text" else (None if shape == "none" else "")
+        if shape == "text" and draw(st.sampled_from([False, False, False, True])):
+            # reasoning written into the content, as R1-style models output it
+            msg["content"] = f"<think>\n{text(i, THINK_IN_CONTENT)}\n</think>\n\n{msg['content']}"
+        if draw(st.sampled_from([False, False, False, True])):
+            msg["reasoning_content"] = text(i, "reasoning_content")
+        calls = []
+        for j in range(draw(st.integers(1, 2)) if with_calls else 0):
+            name = words.word()
+            names.append(name)
+            pieces.append((i, f"tool_calls[{j}].function.name", name))
+            args: dict[str, Any] = {}
+            for _ in range(draw(st.integers(0, 2))):
+                key = words.word()
+                value: Any = draw(st.sampled_from([words.word(), words.number()]))
+                args[key] = value
+                where = f"tool_calls[{j}].function.arguments"
+                pieces.extend([(i, where, key), (i, where, str(value))])
+            calls.append(
+                {
+                    "id": f"c{i:04d}x{j:03d}",  # 9 alphanumerics (Mistral's rule)
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+            )
+        if calls:
+            msg["tool_calls"] = calls
+        msgs.append(msg)
+        for call in calls:
+            k = len(msgs)
+            msgs.append({"role": "tool", "tool_call_id": call["id"], "content": text(k)})
+
+    for _ in range(draw(st.integers(0, 2))):
+        plain("system")
+    for _ in range(draw(st.integers(1, 3))):
+        if msgs and draw(st.integers(0, 4)) == 0:
+            plain("system")  # a system message later in the conversation
+        plain("user")
+        if draw(st.booleans()):
+            assistant(with_calls=True)
+        assistant(with_calls=False)
+    end = len(msgs) - draw(st.integers(0, len(msgs) - 1))  # it may end on any role
+    msgs = msgs[:end]
+    pieces = [p for p in pieces if p[0] is not None and p[0] < end]
+    tools = None
+    if draw(st.booleans()):
+        tool_names = [*names, words.word()]
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": n,
+                    "description": "A generated tool.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
+            for n in tool_names
+        ]
+        pieces.extend((None, f"tools[{k}]", n) for k, n in enumerate(tool_names))
+    return Case(msgs, tools, draw(st.booleans()), pieces)
+
+
+# ----------------------------------------------------------------------------- exemptions
+Condition = Callable[[Case, int | None], bool]
+Templates = Callable[[chatfmt.Template], bool]
+
+
+@dataclass(frozen=True)
+class Exemption:
+    """A documented drop: ``field`` (a path prefix) of the data, for ``templates``, when ``when``."""
+
+    templates: Templates
+    field: str
+    when: Condition
+    reason: str
+
+    def covers(self, template: chatfmt.Template, case: Case, index: int | None, path: str) -> bool:
+        return self.templates(template) and path.startswith(self.field) and self.when(case, index)
+
+
+def named(names: frozenset[str]) -> Templates:
+    return lambda t: t.name in names
+
+
+def _always(case: Case, index: int | None) -> bool:
+    return True
+
+
+def _before_last_user(case: Case, index: int | None) -> bool:
+    return index is not None and index < case.last_user()
+
+
+#: Official formats that have a tool-call syntax but no tool-definition section.
+NO_TOOL_DEFINITIONS = frozenset(
+    {"deepseek-v3", "deepseek-v3.1", "deepseek-r1-distill-llama", "deepseek-r1-distill-qwen"}
+)
+#: Official formats that drop the reasoning of turns before the last user message.
+EARLIER_REASONING_DROPPED = frozenset(
+    {
+        "qwen3",
+        "qwq",
+        "glm4.5",
+        "glm4.7",
+        "smollm3",
+        "deepseek-v3.1",
+        "deepseek-r1-distill-llama",
+        "deepseek-r1-distill-qwen",
+    }
+)
+
+EXEMPTIONS: tuple[Exemption, ...] = (
+    Exemption(
+        named(EARLIER_REASONING_DROPPED),
+        "reasoning_content",
+        _before_last_user,
+        "the official format drops the reasoning of turns before the last user message "
+        "(the model never sees earlier reasoning); after it, reasoning is rendered or refused",
+    ),
+    Exemption(
+        named(EARLIER_REASONING_DROPPED),
+        THINK_IN_CONTENT,
+        _before_last_user,
+        "the same reasoning written into content as <think>…</think>: the official format cuts "
+        "it from replies before the last user message",
+    ),
+    Exemption(
+        lambda t: not t.supports_tools,
+        "tools",
+        _always,
+        "a template whose official format has no tool definitions (supports_tools is false) "
+        "ignores tools=, as its official template does; its tool calls and results are refused",
+    ),
+    Exemption(
+        named(NO_TOOL_DEFINITIONS),
+        "tools",
+        _always,
+        "the official DeepSeek V3 / V3.1 / R1-distill templates write tool calls and results "
+        "but have no section for tool definitions: tools= is ignored as they ignore it",
+    ),
+)
+
+
+def exempt(template: chatfmt.Template, case: Case, index: int | None, path: str) -> bool:
+    return any(e.covers(template, case, index, path) for e in EXEMPTIONS)
+
+
+# ----------------------------------------------------------------------------- the property
+def switch_options(template: chatfmt.Template) -> list[str]:
+    """The template's on/off options (``enable_thinking``, ``clear_thinking``, …)."""
+    return [
+        key
+        for key, value in template.default_options.items()
+        if isinstance(value, bool) or (value is None and "thinking" in key)
+    ]
+
+
+def check_no_silent_loss(
+    template: chatfmt.Template, case: Case, options: dict[str, Any] | None = None
+) -> None:
+    try:
+        out = template.render(
+            case.messages,
+            tools=case.tools,
+            add_generation_prompt=case.add_generation_prompt,
+            **(options or {}),
+        )
+    except ChatFmtError as exc:
+        index = getattr(exc, "index", "missing")
+        where = getattr(exc, "field", None)
+        assert where, f"{template.name}: error names no field: {exc!r}"
+        if index is None:
+            assert where.split("[")[0] in ("tools", "messages"), (
+                f"{template.name}: error names no message: {exc!r}"
+            )
+        else:
+            assert isinstance(index, int) and 0 <= index < len(case.messages), (
+                f"{template.name}: error names no message of the conversation: {exc!r}"
+            )
+        return
+    lost = [
+        (index, path, word)
+        for index, path, word in case.pieces
+        if word not in out and not exempt(template, case, index, path)
+    ]
+    assert not lost, (
+        f"{template.name} silently dropped {lost}\noptions={options}\nmessages={case.messages}\n"
+        f"tools={case.tools}\nadd_generation_prompt={case.add_generation_prompt}\n"
+        f"render={out!r}"
+    )
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+@given(case=cases(), data=st.data())
+def test_every_template_renders_or_refuses_with_index_and_field(
+    name: str, case: Case, data: st.DataObject
+) -> None:
+    template = chatfmt.get_template(name)
+    switches = switch_options(template)
+    options = {key: data.draw(st.booleans(), label=key) for key in switches}
+    check_no_silent_loss(template, case, options)
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_the_property_is_not_vacuous(name: str) -> None:
+    """Every template renders a plain exchange with all its text (the check above can pass)."""
+    tpl = chatfmt.get_template(name)
+    if tpl.generation_config.capability == "completion":
+        msgs = [{"role": "user", "content": "zq1v zq2v"}]
+    else:
+        msgs = [
+            {"role": "user", "content": "zq1v zq2v"},
+            {"role": "assistant", "content": "zq3v zq4v"},
+        ]
+    out = tpl.render(msgs, add_generation_prompt=False)
+    assert all(f"zq{n}v" in out for n in range(1, len(msgs) * 2 + 1))
+
+
+@pytest.mark.parametrize("name", sorted(EARLIER_REASONING_DROPPED))
+def test_listed_templates_do_drop_earlier_reasoning(name: str) -> None:
+    """The exemption list is exact: each listed template really drops it (and accepts it)."""
+    msgs = [
+        {"role": "user", "content": "zq1v"},
+        {"role": "assistant", "content": "zq2v", "reasoning_content": "zq3v"},
+        {"role": "user", "content": "zq4v"},
+    ]
+    out = chatfmt.get_template(name).render(msgs)
+    assert "zq2v" in out and "zq4v" in out and "zq3v" not in out
+
+
+@pytest.mark.parametrize("name", sorted(NO_TOOL_DEFINITIONS))
+def test_listed_templates_have_no_tool_definitions(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    assert tpl.supports_tools  # tool calls yes, definitions no
+    tool = {"type": "function", "function": {"name": "zq9v", "parameters": {"type": "object"}}}
+    assert "zq9v" not in tpl.render([{"role": "user", "content": "hi"}], tools=[tool])
+
+
+# ----------------------------------------------------------------------------- the reported cases
+WEATHER_CALL = {
+    "id": "callweath",  # 9 alphanumerics, valid for every template
+    "type": "function",
+    "function": {"name": "get_current_weather", "arguments": '{"location": "Shanghai"}'},
+}
+TEXT_BESIDE_CALL = [
+    {"role": "system", "content": "You are InternLM2-Chat, a harmless AI assistant"},
+    {"role": "user", "content": "I want to know today's weather in Shanghai"},
+    {
+        "role": "assistant",
+        "content": "Sure, I will search for the weather of Shanghai.",
+        "tool_calls": [WEATHER_CALL],
+    },
+    {"role": "tool", "tool_call_id": "callweath", "content": '{"temperature": 22}'},
+    {"role": "assistant", "content": "The weather in Shanghai is 22 celsius"},
+]
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_current_weather",
+        "description": "Get the current weather",
+        "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "llama3.1",
+        "llama3.2",
+        "llama3.3",
+        "mistral-v3",
+        "mistral-v3-tekken",
+        "mistral-v7",
+        "command-r7b",
+        "command-r7b-tool-use",
+    ],
+)
+def test_text_beside_a_tool_call_is_refused_where_the_official_template_drops_it(
+    name: str,
+) -> None:
+    """examples/function_call_internlm2.json lost its text with exit 0 (issue 11)."""
+    tpl = chatfmt.get_template(name)
+    msgs = TEXT_BESIDE_CALL if not name.startswith("mistral-v3") else TEXT_BESIDE_CALL[1:]
+    shift = len(TEXT_BESIDE_CALL) - len(msgs)
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(msgs, tools=[WEATHER_TOOL])
+    assert (err.value.index, err.value.field) == (2 - shift, "content")
+    # The documented way: the text as its own message and the call with content null.
+    split = [
+        *msgs[: 2 - shift],
+        {"role": "assistant", "content": None, "tool_calls": [WEATHER_CALL]},
+        *msgs[3 - shift :],
+    ]
+    out = tpl.render(split, tools=[WEATHER_TOOL])
+    assert "get_current_weather" in out and "Shanghai is 22 celsius" in out
+
+
+@pytest.mark.parametrize("name", ["mistral-v3", "mistral-v3-tekken"])
+def test_mistral_v3_refuses_a_system_prompt_it_would_drop(name: str) -> None:
+    """The system text goes into the final user turn: ending on an assistant turn lost it."""
+    tpl = chatfmt.get_template(name)
+    msgs = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+    ]
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(msgs, add_generation_prompt=False)
+    assert (err.value.index, err.value.field) == (0, "content")
+    assert "Be brief." in tpl.render(msgs[:2])
