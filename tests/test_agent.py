@@ -213,6 +213,32 @@ def test_same_loop_for_other_families(template: str, call_text: str) -> None:
     assert result_text in backend.prompts[1] or json.dumps(result_text) in backend.prompts[1]
 
 
+@pytest.mark.parametrize("template", ["qwq", "deepseek-r1-distill-qwen"])
+def test_reasoning_that_the_format_never_shows_again_stays_on_the_step(template: str) -> None:
+    """These formats refuse reasoning after the last user message (their official templates
+    drop it): the agent sends the reply back without it and keeps it on the step."""
+    tpl = chatfmt.get_template(template)
+    call = (
+        "I should look it up.\n</think>\n\n"
+        + (
+            '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n'
+            "</tool_call>"
+            if tpl.tool_parser == "hermes"
+            else "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+            'get_current_weather\n```json\n{"location": "Oslo"}\n```<｜tool▁call▁end｜>'
+            "<｜tool▁calls▁end｜>"
+        )
+    )
+    backend = ScriptedBackend([call, "Checked.\n</think>\n\nIt is 22 degrees."])
+    thinking = {"enable_thinking": True} if "enable_thinking" in tpl.default_options else {}
+    agent = Agent(backend, template=template, tools=[get_current_weather], options=thinking)
+    result = agent.chat([{"role": "user", "content": "Weather in Oslo?"}])
+    assert backend.prompts[0].endswith("<think>\n")  # the prompt opens the reasoning
+    assert result.steps[0].message["reasoning_content"] == "I should look it up."
+    assert "reasoning_content" not in result.messages[1]
+    assert result.answer == "It is 22 degrees." and result.reasoning == "Checked."
+
+
 def test_python_tool_stands_for_the_interpreter_in_families_without_code_calls() -> None:
     class FakeInterpreter:
         async def arun(self, code: str) -> Any:

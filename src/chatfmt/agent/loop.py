@@ -17,7 +17,7 @@ from typing import Any
 
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
-from ..errors import ValidationError
+from ..errors import UnsupportedFeatureError, ValidationError
 from ..parsing import StreamParser, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..protocol import Conversation, validate_conversation
@@ -115,9 +115,7 @@ class Agent:
         finish: AgentFinish = "max_turn"
         invalid_before: set[str] = set()
         for _turn in range(self.max_turn):
-            prompt = self.template.render(
-                history, tools=self.tool_definitions or None, **self.options
-            )
+            prompt = self._render(history)
             request = CompletionRequest.for_template(
                 self.template, prompt, prompt_token_ids=self._prompt_ids(history), **self.sampling
             )
@@ -212,6 +210,27 @@ class Agent:
         """Stop the interpreter if the agent made it."""
         if self._own_interpreter and self.interpreter is not None:
             self.interpreter.close()
+
+    def _render(self, history: list[dict[str, Any]]) -> str:
+        """The prompt for ``history``.
+
+        Some formats never show the model its own reasoning again (QwQ, the R1 distills,
+        DeepSeek V3.1 refuse ``reasoning_content`` after the last user message rather than
+        drop it silently): such a message goes back without its reasoning, which stays on
+        the step (``AgentStep.message``).
+        """
+        while True:
+            try:
+                return self.template.render(
+                    history, tools=self.tool_definitions or None, **self.options
+                )
+            except UnsupportedFeatureError as exc:
+                i = exc.index
+                if exc.field != "reasoning_content" or i is None or i >= len(history):
+                    raise
+                if "reasoning_content" not in history[i]:
+                    raise
+                history[i] = {k: v for k, v in history[i].items() if k != "reasoning_content"}
 
     def _prompt_ids(self, history: list[dict[str, Any]]) -> tuple[int, ...] | None:
         """Injection-safe prompt ids, when the backend has a chatfmt tokenizer (embedded models)."""
