@@ -80,7 +80,7 @@ _NOT_A_CONTINUATION = [
     ("command-r", _CALLS, ("",), "tool calls are rendered with the tool instructions after them"),
     (
         "command-r7b-tool-use",
-        ("plain", "reasoning"),
+        ("plain",),  # a reply with reasoning and no calls is refused (its template drops it)
         ("", "enable_thinking=False"),
         "the generation prompt opens an empty thinking block that the rendered answer has not",
     ),

@@ -158,9 +158,11 @@ class CodeInterpreter:
                 self._restart("the kernel had died")
             if self.cpu_time_limit is not None:
                 self._execute(
-                    "import resource as _r, time as _t\n"
-                    f"_r.setrlimit(_r.RLIMIT_CPU, (int(_t.process_time()) + {self.cpu_time_limit},"
-                    " _r.getrlimit(_r.RLIMIT_CPU)[1]))\ndel _r, _t",
+                    # whole seconds, rounded up: at least the full budget is left for the code
+                    "import math as _m, resource as _r, time as _t\n"
+                    "_r.setrlimit(_r.RLIMIT_CPU, "
+                    f"(_m.ceil(_t.process_time()) + {self.cpu_time_limit}, "
+                    "_r.getrlimit(_r.RLIMIT_CPU)[1]))\ndel _m, _r, _t",
                     self.timeout,
                     silent=True,
                 )
