@@ -218,16 +218,13 @@ def test_reasoning_that_the_format_never_shows_again_stays_on_the_step(template:
     """These formats refuse reasoning after the last user message (their official templates
     drop it): the agent sends the reply back without it and keeps it on the step."""
     tpl = chatfmt.get_template(template)
-    call = (
-        "I should look it up.\n</think>\n\n"
-        + (
-            '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n'
-            "</tool_call>"
-            if tpl.tool_parser == "hermes"
-            else "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
-            'get_current_weather\n```json\n{"location": "Oslo"}\n```<｜tool▁call▁end｜>'
-            "<｜tool▁calls▁end｜>"
-        )
+    call = "I should look it up.\n</think>\n\n" + (
+        '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "Oslo"}}\n'
+        "</tool_call>"
+        if tpl.tool_parser == "hermes"
+        else "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>"
+        'get_current_weather\n```json\n{"location": "Oslo"}\n```<｜tool▁call▁end｜>'
+        "<｜tool▁calls▁end｜>"
     )
     backend = ScriptedBackend([call, "Checked.\n</think>\n\nIt is 22 degrees."])
     thinking = {"enable_thinking": True} if "enable_thinking" in tpl.default_options else {}
