@@ -14,6 +14,9 @@ from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, To
 from chatfmt.backends import ScriptedBackend, ScriptedReply
 from chatfmt.errors import ValidationError
 from test_seed_examples_internlm_glm import (
+    SEED_CHATGLM3_CODE,
+    SEED_CHATGLM3_CODE_MESSAGES,
+    SEED_CHATGLM3_TOOLS,
     SEED_CHATGLM3_TOOLS_MESSAGES,
     SEED_INTERNLM2_FUNCTION_CALL,
     WEATHER_TOOL,
@@ -100,39 +103,66 @@ def test_internlm2_stop_word_returned_by_the_engine_or_not() -> None:
 
 
 # --------------------------------------------------------------------------- ChatGLM3 (seed 001)
-def test_chatglm3_seed_tool_flow() -> None:
+def _turns(seed: str, opener: str, ends: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(prompts, model outputs) of a seed text: a prompt ends at each generation ``opener``
+    that follows one of ``ends`` (the roles after which the model speaks); the model's output
+    runs to the next stop word."""
+    prompts, outputs, pos = [], [], 0
+    while True:
+        starts = [seed.find(e + "\n", pos) for e in ends]
+        starts = [i for i in starts if i >= 0]
+        if not starts:
+            return prompts, outputs
+        at = seed.find(opener, min(starts))
+        if at < 0:
+            return prompts, outputs
+        cut = at + len(opener)
+        stops = [i for w in ("<|observation|>", "<|user|>") if (i := seed.find(w, cut)) >= 0]
+        end = min(stops) if stops else len(seed)
+        prompts.append(seed[:cut])
+        outputs.append(seed[cut:end])
+        pos = end
+
+
+def test_chatglm3_seed_tool_flow_prompts_are_the_seed() -> None:
+    """Tool call (<|observation|>) → answer; each prompt is the seed's text up to that turn."""
     CALLS.clear()
-    call = SEED_CHATGLM3_TOOLS_MESSAGES[1]
-    args = json.loads(call["tool_calls"][0]["function"]["arguments"])
-    turn1 = (
-        f"get_current_weather\n```python\ntool_call(location='{args['location']}', "
-        f"unit='{args['unit']}')\n```"
+    seed = "[gMASK]sop" + glm3_actual(SEED_CHATGLM3_TOOLS)
+    prompts, outputs = _turns(seed, "<|assistant|>", ("<|user|>", "<|observation|>"))
+    assert len(prompts) == 2
+    backend = ScriptedBackend(outputs)
+    agent = Agent(
+        backend, template="chatglm3", tools=[SEED_WEATHER], options={"prefix_space": False}
     )
-    turn2 = SEED_CHATGLM3_TOOLS_MESSAGES[3]["content"]
-    backend = ScriptedBackend([turn1, turn2])
-    agent = Agent(backend, template="chatglm3", tools=[SEED_WEATHER])
     result = agent.chat(SEED_CHATGLM3_TOOLS_MESSAGES[:1])
-    assert CALLS == [{"location": "beijing", "unit": "celsius"}]
+    assert backend.prompts == prompts
     assert "<|observation|>" in backend.requests[0].stop
-    assert result.answer == turn2
-    # the second prompt holds the call and the observation in ChatGLM3's own form
-    assert "<|observation|>\n" in backend.prompts[1]
-    assert backend.prompts[1].endswith('{"temperature": 22}<|assistant|>')
-    assert glm3_actual(backend.prompts[1]) == backend.prompts[1]
+    assert CALLS == [{"location": "beijing", "unit": "celsius"}]
+    assert result.answer == SEED_CHATGLM3_TOOLS_MESSAGES[3]["content"]
 
 
 @pytest.mark.slow
-def test_chatglm3_code_execution_through_the_kernel(tmp_path: Any) -> None:
+def test_chatglm3_seed_code_execution_through_the_kernel(tmp_path: Any) -> None:
+    """The seed's code turn runs in a real kernel; the prompts hold the seed's text exactly
+    (up to the observation, which is the kernel's real output here)."""
     from chatfmt.agent.interpreter import CodeInterpreter
 
-    turn1 = "interpreter\n```python\nprint(sum(range(101)))\n```"
-    backend = ScriptedBackend([turn1, "The sum is 5050."])
-    with CodeInterpreter(tmp_path, timeout=20) as interp:
-        agent = Agent(backend, template="chatglm3", interpreter=interp)
-        result = agent.chat([{"role": "user", "content": "Add 1..100 with code."}])
-    assert result.steps[0].observations[0].content == "5050"
-    assert "<|observation|>\n 5050" in backend.prompts[1]
-    assert result.answer == "The sum is 5050."
+    seed = "[gMASK]sop" + glm3_actual(SEED_CHATGLM3_CODE.removesuffix(" # End"))
+    prompts, outputs = _turns(seed, "<|assistant|>", ("<|user|>", "<|observation|>"))
+    backend = ScriptedBackend([outputs[0], "The file could not be read."])
+    with CodeInterpreter(tmp_path, timeout=30) as interp:
+        agent = Agent(
+            backend, template="chatglm3", interpreter=interp, options={"prefix_space": False}
+        )
+        result = agent.chat(SEED_CHATGLM3_CODE_MESSAGES[:1])
+    assert backend.prompts[0] == prompts[0]
+    call_end = seed.index("<|observation|>") + len("<|observation|>\n")
+    assert backend.prompts[1].startswith(seed[:call_end])  # the call, byte for byte
+    observation = result.steps[0].observations[0]
+    # it really ran: the seed's page copy lost the code's indentation, and Python says so
+    assert observation.error and "IndentationError" in observation.content
+    assert backend.prompts[1] == seed[:call_end] + observation.content + "<|assistant|>"
+    assert result.answer == "The file could not be read."
 
 
 @pytest.mark.slow
