@@ -309,16 +309,40 @@ def test_tool_errors_timeouts_and_unknown_names_reach_the_model() -> None:
     assert result.answer == "Sorry, the tools failed."
 
 
-def test_malformed_call_is_answered_once_then_the_loop_stops() -> None:
-    bad = '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": Oslo}}\n</tool_call>'
-    backend = ScriptedBackend([bad, bad, "never used"])
+def test_malformed_call_is_kept_as_written_answered_once_then_the_loop_stops() -> None:
+    bad = (
+        'Let me check.<tool_call>\n{"name": "get_current_weather", "arguments": '
+        '{"location": Oslo}}\n</tool_call>'
+    )
+    backend = ScriptedBackend([bad + "<|im_end|>", bad, "never used"], honor_stop=False)
     agent = Agent(backend, template="qwen2.5", tools=[get_current_weather])
     result = agent.chat([{"role": "user", "content": "Weather?"}])
     assert result.finish_reason == "invalid_call"
     assert len(backend.prompts) == 2
     feedback = result.steps[0].observations[0]
     assert feedback.error and "was not run" in feedback.content
-    assert "was not run" in backend.prompts[1]
+    # the turn is in the conversation exactly as the model wrote it (the stop word cut off),
+    # followed by the error; the next prompt shows both
+    assert result.messages[1] == {"role": "assistant", "content": bad}
+    assert result.messages[2]["role"] == "user" and "was not run" in result.messages[2]["content"]
+    assert f"<|im_start|>assistant\n{bad}<|im_end|>\n" in backend.prompts[1]
+    chatfmt.validate_conversation(result.messages)
+
+
+def test_a_malformed_call_beside_a_valid_one_runs_neither() -> None:
+    CALLS.clear()
+    turn = (
+        '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": "A"}}\n'
+        '</tool_call>\n<tool_call>\n{"name": "get_current_weather", "arguments": {"loc'
+        "</tool_call>"
+    )
+    backend = ScriptedBackend([turn, "ok"])
+    result = Agent(backend, template="qwen2.5", tools=[get_current_weather]).chat(
+        [{"role": "user", "content": "two"}]
+    )
+    assert CALLS == []
+    assert "None of the calls of that reply was run" in result.messages[2]["content"]
+    assert result.answer == "ok"
 
 
 def test_max_turn_ends_a_run_that_keeps_calling_tools() -> None:

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
-import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
+from ..backends.sync import iterate_on, loop_thread
 from ..errors import UnsupportedFeatureError, ValidationError
-from ..parsing import StreamParser, merge_deltas
+from ..parsing import StreamParser, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..protocol import Conversation, validate_conversation
 from ..template import Template
@@ -123,8 +122,10 @@ class Agent:
                 self.template, tools=self.tool_definitions or None, **self.options
             )
             deltas: list[dict[str, Any]] = []
+            raw: list[str] = []  # the output as the model wrote it
             truncated = False
             async for chunk in self.backend.stream(request):
+                raw.append(chunk.text)
                 for delta in parser.feed(chunk.text):
                     deltas.append(delta)
                     for event in _events(delta):
@@ -147,23 +148,32 @@ class Agent:
                 history.append(message)
                 finish = "length" if parser.finish_reason == "length" else "stop"
                 break
-            valid = [c for c in calls if "error" not in c]
+            # A well-formed call of an unknown tool is run like any other call: the executor
+            # answers it with the list of tools. Only calls that did not parse are malformed.
+            calls = [_unflag_unknown(c) for c in calls]
             invalid = [c for c in calls if "error" in c]
+            if not invalid:
+                message = {**message, "tool_calls": calls}
+                history.append(message)
+                async for event in self._run_calls(calls, step, history):
+                    yield event
+                continue
+            # A malformed call: the turn stays in the conversation as the model wrote it (its
+            # text, markup included), nothing of it is run, and the model is told once.
+            history.append({"role": "assistant", "content": self._as_written("".join(raw))})
             keys = {_call_key(c) for c in invalid}
-            history.append({**message, "tool_calls": valid} if valid else _text_only(message))
-            async for event in self._run_calls(valid, step, history):
-                yield event
             if keys & invalid_before:  # told once already and written again: stop cleanly
                 finish = "invalid_call"
                 break
             invalid_before |= keys
-            if invalid:
-                feedback = [_invalid_feedback(c) for c in invalid]
-                for call, text in zip(invalid, feedback):
-                    result = ToolResult(call["id"], _name_and_arguments(call)[0], text, error=True)
-                    step.observations.append(result)
-                    yield result
-                history.append({"role": "user", "content": "\n".join(feedback)})
+            feedback = [_invalid_feedback(c) for c in invalid]
+            for call, text in zip(invalid, feedback):
+                result = ToolResult(call["id"], _name_and_arguments(call)[0], text, error=True)
+                step.observations.append(result)
+                yield result
+            if len(invalid) < len(calls):
+                feedback.append("None of the calls of that reply was run; write them again.")
+            history.append({"role": "user", "content": "\n".join(feedback)})
         answer = steps[-1].message.get("content") if steps and finish != "max_turn" else None
         reasoning = steps[-1].message.get("reasoning_content") if steps else None
         yield Final(AgentReturn(history, steps, answer, finish, reasoning))
@@ -183,33 +193,22 @@ class Agent:
 
     def stream_chat(self, messages: Sequence[Any]) -> Iterator[AgentEvent]:
         """Blocking :meth:`astream_chat`: events as they happen, from a worker thread's loop."""
-        events: queue.Queue[Any] = queue.Queue()
-        done = object()
-
-        async def pump() -> None:
-            try:
-                async for event in self.astream_chat(messages):
-                    events.put(event)
-            except BaseException as exc:  # re-raised in the consumer
-                events.put(exc)
-            finally:
-                events.put(done)
-
-        thread = threading.Thread(target=lambda: asyncio.run(pump()), daemon=True)
-        thread.start()
-        while True:
-            item = events.get()
-            if item is done:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-        thread.join()
+        with loop_thread() as loop:
+            yield from iterate_on(loop, self.astream_chat(messages))
 
     def close(self) -> None:
         """Stop the interpreter if the agent made it."""
         if self._own_interpreter and self.interpreter is not None:
             self.interpreter.close()
+
+    def _as_written(self, output: str) -> str:
+        """The model's output up to its end-of-turn marker (engines may return the marker)."""
+        cut = [
+            i
+            for w in end_of_turn_markers(self.template, **self.options)
+            if (i := output.find(w)) >= 0
+        ]
+        return output[: min(cut)] if cut else output
 
     def _render(self, history: list[dict[str, Any]]) -> str:
         """The prompt for ``history``.
@@ -334,11 +333,11 @@ def _call_key(call: Mapping[str, Any]) -> str:
     return f"{name}\x00{arguments}"
 
 
-def _text_only(message: dict[str, Any]) -> dict[str, Any]:
-    """The assistant message without its calls (all of them malformed)."""
-    out = {k: v for k, v in message.items() if k != "tool_calls"}
-    out["content"] = out.get("content") or ""
-    return out
+def _unflag_unknown(call: dict[str, Any]) -> dict[str, Any]:
+    """A call flagged only for naming an unknown tool, without the flag."""
+    if str(call.get("error", "")).startswith("unknown tool"):
+        return {k: v for k, v in call.items() if k != "error"}
+    return call
 
 
 def _invalid_feedback(call: Mapping[str, Any]) -> str:

@@ -3,15 +3,62 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import queue
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from .base import Backend, CompletionChunk, CompletionRequest, CompletionResult
 
 T = TypeVar("T")
 _END = object()
+
+
+def iterate_on(loop: asyncio.AbstractEventLoop, items: AsyncIterator[T]) -> Iterator[T]:
+    """The items of an async iterator consumed on ``loop`` (running in another thread), here.
+
+    An exception raised there is raised here; leaving early cancels the consumption.
+    """
+    passed: queue.Queue[Any] = queue.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in items:
+                passed.put(item)
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            passed.put(exc)
+        finally:
+            passed.put(_END)
+
+    future = asyncio.run_coroutine_threadsafe(pump(), loop)
+    try:
+        while True:
+            item = passed.get()
+            if item is _END:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        if not future.done():
+            future.cancel()
+            concurrent.futures.wait([future], timeout=10)
+
+
+@contextmanager
+def loop_thread() -> Iterator[asyncio.AbstractEventLoop]:
+    """A new event loop running in a daemon thread, stopped and closed on exit."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="chatfmt-loop", daemon=True)
+    thread.start()
+    try:
+        yield loop
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 class SyncBackend:
@@ -45,29 +92,7 @@ class SyncBackend:
 
         Leaving the loop early (``break``) stops the generation.
         """
-        chunks: queue.Queue[Any] = queue.Queue()
-
-        async def pump() -> None:
-            try:
-                async for chunk in self.backend.stream(request):
-                    chunks.put(chunk)
-            except BaseException as exc:  # handed to the consumer, re-raised there
-                chunks.put(exc)
-            finally:
-                chunks.put(_END)
-
-        future = asyncio.run_coroutine_threadsafe(pump(), self._loop)
-        try:
-            while True:
-                item = chunks.get()
-                if item is _END:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            if not future.done():
-                future.cancel()
+        return iterate_on(self._loop, self.backend.stream(request))
 
     def close(self) -> None:
         """Close the backend and stop the loop thread."""
