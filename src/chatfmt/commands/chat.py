@@ -15,27 +15,23 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.secho(f"error: {message}", fg=typer.colors.RED, err=True)
-    return typer.Exit(code=2)
+from ._shared import fail
 
 
 def load_tool(spec: str) -> Callable[..., Any]:
     """``module:function`` → the function (the module is imported from the cwd or PYTHONPATH)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise _fail(f"--tool {spec!r}: expected module:function")
+        raise fail(f"--tool {spec!r}: expected module:function")
     if "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise _fail(f"--tool {spec!r}: cannot import {module_name!r}: {exc}") from None
+        raise fail(f"--tool {spec!r}: cannot import {module_name!r}: {exc}") from None
     fn = getattr(module, attr, None)
     if fn is None:
-        raise _fail(f"--tool {spec!r}: module {module_name!r} has no {attr!r}")
+        raise fail(f"--tool {spec!r}: module {module_name!r} has no {attr!r}")
     return fn
 
 
@@ -62,7 +58,7 @@ async def _template_for(backend: Any, template: str | None) -> Any:
     model = await backend.model_id()
     found = REGISTRY.match_model(model)
     if found is None:
-        raise _fail(f"no template matches the server's model {model!r}: pass --template")
+        raise fail(f"no template matches the server's model {model!r}: pass --template")
     return found
 
 
@@ -180,7 +176,7 @@ def chat_cmd(
         else:
             _interactive(loop, agent, history, console)
     except ChatFmtError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     finally:
         if agent is not None:
             agent.close()
