@@ -114,9 +114,9 @@ class Agent:
         finish: AgentFinish = "max_turn"
         invalid_before: set[str] = set()
         for _turn in range(self.max_turn):
-            prompt = self._render(history)
+            prompt, ids = self._prompt(history)
             request = CompletionRequest.for_template(
-                self.template, prompt, prompt_token_ids=self._prompt_ids(history), **self.sampling
+                self.template, prompt, prompt_token_ids=ids, **self.sampling
             )
             parser = StreamParser(
                 self.template, tools=self.tool_definitions or None, **self.options
@@ -135,7 +135,7 @@ class Agent:
                 deltas.append(delta)
                 for event in _events(delta):
                     yield event
-            message = _clean(merge_deltas(deltas))
+            message = merge_deltas(deltas)
             step = AgentStep(
                 prompt,
                 message,
@@ -210,19 +210,32 @@ class Agent:
         ]
         return output[: min(cut)] if cut else output
 
-    def _render(self, history: list[dict[str, Any]]) -> str:
-        """The prompt for ``history``.
+    def _prompt(self, history: list[dict[str, Any]]) -> tuple[str, tuple[int, ...] | None]:
+        """The prompt for ``history``, and its injection-safe ids when the backend has a
+        chatfmt tokenizer (embedded models).
 
         Some formats never show the model its own reasoning again (QwQ, the R1 distills,
         DeepSeek V3.1 refuse ``reasoning_content`` after the last user message rather than
         drop it silently): such a message goes back without its reasoning, which stays on
         the step (``AgentStep.message``).
         """
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        tools = self.tool_definitions or None
         while True:
             try:
-                return self.template.render(
-                    history, tools=self.tool_definitions or None, **self.options
+                if tokenizer is None:
+                    return self.template.render(history, tools=tools, **self.options), None
+                from ..tokens import encode
+
+                enc = encode(
+                    history,
+                    self.template,
+                    tokenizer,
+                    tools=tools,
+                    add_generation_prompt=True,
+                    **self.options,
                 )
+                return enc.text, tuple(enc.input_ids)
             except UnsupportedFeatureError as exc:
                 i = exc.index
                 if exc.field != "reasoning_content" or i is None or i >= len(history):
@@ -230,23 +243,6 @@ class Agent:
                 if "reasoning_content" not in history[i]:
                     raise
                 history[i] = {k: v for k, v in history[i].items() if k != "reasoning_content"}
-
-    def _prompt_ids(self, history: list[dict[str, Any]]) -> tuple[int, ...] | None:
-        """Injection-safe prompt ids, when the backend has a chatfmt tokenizer (embedded models)."""
-        tokenizer = getattr(self.backend, "tokenizer", None)
-        if tokenizer is None:
-            return None
-        from ..tokens import encode
-
-        enc = encode(
-            history,
-            self.template,
-            tokenizer,
-            tools=self.tool_definitions or None,
-            add_generation_prompt=True,
-            **self.options,
-        )
-        return tuple(enc.input_ids)
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(
@@ -287,8 +283,11 @@ def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict
     """The caller's messages (checked once, here) as a list the loop can extend."""
     if isinstance(messages, Conversation):
         return [m.to_openai() for m in messages.messages]
-    validate_conversation(list(messages), tools or None)
-    return [dict(m) for m in messages]
+    conv = validate_conversation(list(messages), tools or None)
+    return [
+        dict(m) if isinstance(m, Mapping) else conv.messages[i].to_openai()
+        for i, m in enumerate(messages)
+    ]
 
 
 def _events(delta: Mapping[str, Any]) -> Iterator[AgentEvent]:
@@ -310,11 +309,6 @@ def _events(delta: Mapping[str, Any]) -> Iterator[AgentEvent]:
             yield ToolCallDelta(
                 entry["index"], fn.get("arguments", ""), entry.get("id"), fn.get("name")
             )
-
-
-def _clean(message: dict[str, Any]) -> dict[str, Any]:
-    """The parsed message as a plain dict (no parse metadata)."""
-    return dict(message)
 
 
 def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, Any]:
