@@ -199,7 +199,8 @@ def _interactive(
     loop: asyncio.AbstractEventLoop, agent: Any, history: list[Any], console: Any
 ) -> None:
     console.print(
-        f"chatfmt chat · template {agent.template.name} · Ctrl-C stops an answer, Ctrl-D ends",
+        f"chatfmt chat · {_model_label(agent.backend)} · template {agent.template.name} · "
+        "Ctrl-C stops an answer, Ctrl-D ends",
         style="dim",
     )
     while True:
@@ -257,6 +258,14 @@ def _turn(
     if result.finish_reason not in ("stop",):
         console.print(f"[finish: {result.finish_reason}]", style="yellow", markup=False)
     return list(result.messages)
+
+
+def _model_label(backend: Any) -> str:
+    """What the session talks to: the embedded model's file, or the server's URL."""
+    path = getattr(backend, "model_path", None)
+    if path is not None:
+        return f"embedded {Path(path).name}"
+    return str(getattr(backend, "base_url", type(backend).__name__))
 
 
 def register(app: typer.Typer) -> None:
