@@ -8,11 +8,15 @@ requests it was sent, so each test checks both what the client got and what the 
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +32,7 @@ from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
 
-from _support import SHARED  # noqa: E402
+from _support import ROOT, SHARED  # noqa: E402
 
 KEY = "gateway-test-key"
 BACKEND_KEY = "backend-secret-never-shown"
@@ -531,3 +535,71 @@ def test_embedded_model_through_the_sdk() -> None:
     assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens <= 8
     assert chunks[-1].usage is not None
     assert chunks[-2].choices[0].finish_reason in ("stop", "length")
+
+
+# ---------------------------------------------------------------------- chatfmt serve
+def test_serve_command_runs_the_gateway_from_a_config(
+    engine: FakeCompletionsServer, tmp_path: Path
+) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[models.assistant]\nbackend = "{engine.base_url}"\ntemplate = "qwen2.5"\n'
+        'backend_api_key_env = "TEST_BACKEND_KEY"\n\n[limits]\nmax_messages = 10\n'
+    )
+    port = closed_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT / "src"),
+        "CHATFMT_API_KEY": KEY,
+        "TEST_BACKEND_KEY": BACKEND_KEY,
+    }
+    command = [sys.executable, "-m", "chatfmt.cli", "serve", "--config", str(config)]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            try:
+                if httpx.get(base + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "chatfmt serve did not start"
+                time.sleep(0.1)
+        engine.replies.append("Served.<|im_end|>")
+        with openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0) as c:
+            reply = c.chat.completions.create(model="assistant", messages=ASK)
+            assert [m.id for m in c.models.list()] == ["assistant"]
+        assert reply.choices[0].message.content == "Served."
+        assert httpx.get(base + "/v1/models").status_code == 401
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=20)
+    assert BACKEND_KEY not in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[models.a]\nbackend = 3\n", "models.a.backend: must be a non-empty string"),
+        ("[models.a]\nbackend_url = 'x'\n", "unknown key(s) backend_url"),
+        ("[limits]\nmax_messages = 3\n", "no [models.NAME] table"),
+        ("[models.a]\n[limits]\nmax_messages = 0\n", "limits.max_messages: must be a positive"),
+        ("[models\n", "not valid TOML"),
+    ],
+)
+def test_serve_config_errors_name_the_key(tmp_path: Path, text: str, message: str) -> None:
+    from typer.testing import CliRunner
+
+    from chatfmt.cli import app
+
+    config = tmp_path / "bad.toml"
+    config.write_text(text)
+    result = CliRunner().invoke(app, ["serve", "--config", str(config)])
+    assert result.exit_code == 2
+    assert message in result.output and str(config) in result.output
