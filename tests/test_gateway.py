@@ -7,6 +7,7 @@ requests it was sent, so each test checks both what the client got and what the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
 from _fake_server import FakeCompletionsServer, serve  # noqa: E402
+from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
@@ -453,6 +455,32 @@ def test_client_disconnect_cancels_the_backend_stream(url: str, fake: Any) -> No
     while fake.aborted == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert fake.aborted == 1
+
+
+class StallingBackend(Backend):
+    """Sends one chunk, then nothing until closed; records that its stream was closed."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        try:
+            yield CompletionChunk("Thinking")
+            await asyncio.Event().wait()  # a model that takes its time
+        finally:
+            self.closed.set()
+
+
+def test_client_disconnect_closes_a_silent_backend_stream() -> None:
+    backend = StallingBackend()
+    with gateway(create_app({"m": ModelEntry("m", backend, QWEN)})) as base:
+        body = {"model": "m", "messages": ASK, "stream": True}
+        with httpx.stream("POST", base + "/v1/chat/completions", json=body) as resp:
+            lines = resp.iter_lines()
+            assert next(lines).startswith("data: ")
+            assert not backend.closed.is_set()
+        # Nothing is being written when the client leaves: the gateway must notice anyway.
+        assert backend.closed.wait(timeout=10)
 
 
 def test_limits_body_messages_and_prompt_tokens(engine: FakeCompletionsServer) -> None:

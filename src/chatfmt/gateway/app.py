@@ -36,7 +36,11 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class EventStream(StreamingResponse):
     """An SSE response that stops (and closes its generator, and so the backend request)
-    as soon as the client disconnects, even while no event is being written."""
+    as soon as the client disconnects, even while no event is being written.
+
+    Starlette does this itself only for servers older than ASGI 2.4; newer ones report a
+    disconnect only when a write fails, which a silent backend may delay for minutes.
+    """
 
     def __init__(self, events: AsyncGenerator[bytes, None]) -> None:
         super().__init__(
