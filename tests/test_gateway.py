@@ -326,6 +326,21 @@ def test_tool_choice_errors_name_the_field(client: Any, fake: Any) -> None:
     assert not fake.requests
 
 
+def test_tools_for_a_template_without_a_tool_format_are_refused(fake: Any) -> None:
+    entry = ModelEntry(
+        "plain", OpenAICompletionsBackend(fake.base_url, model="m"), chatfmt.get_template("chatml")
+    )
+    with gateway(create_app({"plain": entry})) as base:
+        body = {"model": "plain", "messages": ASK, "tools": [WEATHER_TOOL]}
+        refused = httpx.post(base + "/v1/chat/completions", json=body)
+        fake.replies.append("Hello.<|im_end|>")
+        body["tool_choice"] = "none"
+        answered = httpx.post(base + "/v1/chat/completions", json=body)
+    assert refused.status_code == 400 and refused.json()["error"]["param"] == "tools"
+    assert answered.json()["choices"][0]["message"]["content"] == "Hello."
+    assert [r["prompt"] for r in fake.requests] == [chatfmt.render(ASK, "chatml")]
+
+
 # ---------------------------------------------------------------------- errors
 def test_missing_or_wrong_api_key_is_401(url: str, fake: Any) -> None:
     with (

@@ -74,6 +74,14 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
                 400, "tool_choice 'required' needs tools", param="tool_choice", code="invalid_value"
             )
         rendered_tools = None if wire_choice == "none" else tools
+        if rendered_tools and not template.supports_tools:
+            raise APIError(
+                400,
+                f"template {template.name!r} has no tool-call format: tools cannot be offered "
+                "(send tool_choice 'none' to render the conversation without them)",
+                param="tools",
+                code="unsupported_value",
+            )
         history = [dict(m) if isinstance(m, dict) else m for m in body.messages]
         validate_conversation(history, rendered_tools)  # errors name messages[i].field
         if body.add_generation_prompt:
