@@ -646,3 +646,19 @@ def test_serve_config_errors_name_the_key(tmp_path: Path, text: str, message: st
     result = CliRunner().invoke(app, ["serve", "--config", str(config)])
     assert result.exit_code == 2
     assert message in result.output and str(config) in result.output
+
+
+def test_serve_takes_the_template_from_the_backends_model_id(fake: Any) -> None:
+    from chatfmt.commands.serve import build_app
+    from chatfmt.gateway.config import ModelSpec
+
+    spec = ModelSpec(name="", backend=fake.base_url)
+    fake.model_id = "Qwen/Qwen2.5-7B-Instruct"
+    try:
+        app = build_app([spec], Limits(), None)
+        fake.model_id = "no-such-model"
+        with pytest.raises(chatfmt.ChatFmtError, match=r"no-such-model.*--template"):
+            build_app([spec], Limits(), None)
+    finally:
+        fake.model_id = "fake-model"
+    assert app.state.model_names == ["qwen2.5"]  # unnamed: the template's name

@@ -29,14 +29,13 @@ def _specs(
     backend_api_key: str | None,
     model_path: str | None,
 ) -> tuple[list[Any], Any]:
-    from ..gateway.config import EMBEDDED, ModelSpec, load_config
+    from ..gateway.config import ModelSpec, load_config
     from ..gateway.models import Limits
 
     if config is not None:
         return load_config(config)
-    name = model_name or template or ("embedded" if backend == EMBEDDED else "default")
     spec = ModelSpec(
-        name=name,
+        name=model_name or "",  # "": the template's name
         backend=backend,
         template=template,
         tokenizer=tokenizer,
@@ -145,14 +144,13 @@ def serve_cmd(
             backend_api_key,
             model_path,
         )
-        names = [s.name for s in specs]
+        app = build_app(specs, limits, api_key)  # with --workers: checks the configuration
         typer.secho(
-            f"chatfmt serve: {', '.join(names)} on http://{host}:{port}/v1"
+            f"chatfmt serve: {', '.join(app.state.model_names)} on http://{host}:{port}/v1"
             + (" (API key required)" if api_key else ""),
             err=True,
         )
         if workers > 1:
-            build_app(specs, limits, api_key)  # check the configuration once, here
             os.environ[_WORKER_CONFIG] = json.dumps(
                 {
                     "models": [asdict(s) for s in specs],
@@ -169,7 +167,6 @@ def serve_cmd(
                 log_level=log_level,
             )
             return
-        app = build_app(specs, limits, api_key)
     except ChatFmtError as exc:
         raise fail(str(exc)) from None
     uvicorn.run(app, host=host, port=port, log_level=log_level)

@@ -202,7 +202,7 @@ def create_app(
         finally:
             await close_backends()
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
             Route("/v1/render", guarded(render), methods=["POST"]),
@@ -212,3 +212,5 @@ def create_app(
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
+    app.state.model_names = list(models)
+    return app

@@ -30,7 +30,8 @@ EMBEDDED = "embedded"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One served model before anything is loaded (``backend`` is a URL or ``"embedded"``)."""
+    """One served model before anything is loaded (``backend`` is a URL or ``"embedded"``;
+    an empty ``name`` means the template's name)."""
 
     name: str
     backend: str = EMBEDDED
@@ -172,4 +173,4 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         from ..tokens import load_tokenizer
 
         tokenizer = load_tokenizer(spec.tokenizer)
-    return ModelEntry(spec.name, backend, template, tokenizer)
+    return ModelEntry(spec.name or template.name, backend, template, tokenizer)
