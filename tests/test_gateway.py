@@ -341,6 +341,48 @@ def test_tools_for_a_template_without_a_tool_format_are_refused(fake: Any) -> No
     assert [r["prompt"] for r in fake.requests] == [chatfmt.render(ASK, "chatml")]
 
 
+@pytest.mark.parametrize(
+    ("template", "opening", "rest"),
+    [
+        ("qwen2.5", '<tool_call>\n{"name": "', '", "arguments": {"city": "Oslo"}}\n</tool_call>'),
+        ("hermes3", '<tool_call>\n{"name": "', '", "arguments": {"city": "Oslo"}}\n</tool_call>'),
+        ("llama3.1", '{"name": "', '", "parameters": {"city": "Oslo"}}'),
+        (
+            "internlm2",
+            '<|action_start|><|plugin|>\n{"name": "',
+            '", "parameters": {"city": "Oslo"}}<|action_end|>',
+        ),
+        ("mistral-v3", '[TOOL_CALLS] [{"name": "', '", "arguments": {"city": "Oslo"}}]'),
+        ("granite3", '<|tool_call|>[{"name": "', '", "arguments": {"city": "Oslo"}}]'),
+    ],
+)
+def test_call_openings_are_found_from_the_template(template: str, opening: str, rest: str) -> None:
+    from chatfmt.gateway.tool_choice import prefill_for
+
+    tpl = chatfmt.get_template(template)
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    assert prefill_for(tpl, {}, "required") == opening
+    assert prefill_for(tpl, {}, named) == opening + "get_weather"
+    # What the model writes after the prefill completes the forced call.
+    parsed = chatfmt.parse(opening + "get_weather" + rest, tpl, tools=[WEATHER_TOOL])
+    (call,) = parsed["tool_calls"]
+    assert "error" not in call and call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
+
+
+def test_templates_without_a_call_opening_are_refused_clearly() -> None:
+    from chatfmt.gateway.tool_choice import prefill_for
+
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    glm = chatfmt.get_template("chatglm3")  # a call is its name: only a named call can be forced
+    assert prefill_for(glm, {}, named).strip() == "get_weather"
+    with pytest.raises(chatfmt.ChatFmtError, match="name the function instead"):
+        prefill_for(glm, {}, "required")
+    with pytest.raises(chatfmt.ChatFmtError, match="no tool-call format"):
+        prefill_for(chatfmt.get_template("chatml"), {}, "required")
+    assert prefill_for(chatfmt.get_template("chatml"), {}, "auto") == ""
+
+
 # ---------------------------------------------------------------------- errors
 def test_missing_or_wrong_api_key_is_401(url: str, fake: Any) -> None:
     with (
