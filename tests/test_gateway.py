@@ -205,6 +205,19 @@ def test_reasoning_goes_to_reasoning_content(client: Any, fake: Any, url: str) -
     assert message["reasoning_content"] == "Paris is in France."
 
 
+def test_reasoning_the_template_cannot_show_is_left_out_as_the_agent_does(
+    client: Any, fake: Any
+) -> None:
+    # A client sends back a reasoning model's turn to a template without reasoning.
+    earlier = {"role": "assistant", "content": "Sunny.", "reasoning_content": "Paris, France."}
+    history = [*ASK, earlier, {"role": "user", "content": "And tomorrow?"}]
+    fake.replies.append("Rain.<|im_end|>")
+    reply = client.chat.completions.create(model="qwen", messages=history)
+    assert reply.choices[0].message.content == "Rain."
+    without = [*ASK, {"role": "assistant", "content": "Sunny."}, history[-1]]
+    assert fake.requests[0]["prompt"] == chatfmt.render(without, QWEN)
+
+
 # ---------------------------------------------------------------------- tools
 def test_tool_call_round_trip(client: Any, fake: Any) -> None:
     fake.replies += [CALL + "<|im_end|>", "Sunny, 24 °C.<|im_end|>"]

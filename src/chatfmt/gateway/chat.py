@@ -17,9 +17,9 @@ from typing import Any
 
 from ..agent.turn import Delta, ParsedTurn, render_prompt
 from ..backends.base import CompletionRequest, Usage
-from ..errors import ChatFmtError, ValidationError
+from ..errors import ChatFmtError, UnsupportedFeatureError, ValidationError
 from ..parsing import StreamParser, merge_deltas
-from ..protocol import validate_conversation, validate_tools
+from ..protocol import Conversation, validate_conversation, validate_tools
 from .errors import APIError, api_error
 from .models import Limits, ModelEntry
 from .schema import ChatBody, RenderBody
@@ -36,7 +36,9 @@ class Prepared:
     tools: list[Any] | None  # tools the parser knows (None when not rendered)
     options: dict[str, Any]
     prompt_ids: tuple[int, ...] | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    #: What was rendered: the validated conversation (with its tools), or the messages
+    #: without the reasoning a format refuses to show again.
+    history: Conversation | list[dict[str, Any]] = field(default_factory=list)
 
 
 def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
@@ -82,14 +84,21 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
                 param="tools",
                 code="unsupported_value",
             )
-        history = [dict(m) if isinstance(m, dict) else m for m in body.messages]
-        validate_conversation(history, rendered_tools)  # errors name messages[i].field
-        if body.add_generation_prompt:
-            prompt = render_prompt(template, history, rendered_tools, options)
-        else:
+        # Validated once, here (errors name messages[i].field); the template and the
+        # tokenizer take the validated conversation as it is.
+        history: Conversation | list[dict[str, Any]] = validate_conversation(
+            body.messages, rendered_tools
+        )
+        try:
             prompt = template.render(
-                history, tools=rendered_tools, add_generation_prompt=False, **options
+                history, add_generation_prompt=body.add_generation_prompt, **options
             )
+        except UnsupportedFeatureError as exc:
+            if exc.field != "reasoning_content" or not body.add_generation_prompt:
+                raise
+            # A format that never shows old reasoning again: rendered without it.
+            history = [dict(m) for m in body.messages]
+            prompt = render_prompt(template, history, rendered_tools, options)
     except APIError:
         raise
     except ChatFmtError as exc:
@@ -110,7 +119,7 @@ def encode_prompt(prepared: Prepared, *, add_generation_prompt: bool = True) -> 
             prepared.history,
             prepared.entry.template,
             prepared.entry.active_tokenizer,
-            tools=prepared.tools,
+            tools=None if isinstance(prepared.history, Conversation) else prepared.tools,
             add_generation_prompt=add_generation_prompt,
             **prepared.options,
         )
