@@ -271,6 +271,26 @@ def test_invalid_call_is_sent_as_written_without_internal_flags(client: Any, fak
 
 
 @pytest.mark.parametrize("stream", [False, True])
+def test_parallel_tool_calls_false_keeps_the_first_call(
+    client: Any, fake: Any, stream: bool
+) -> None:
+    second = CALL.replace("Paris", "Rome")
+    fake.replies += [CALL + "\n" + second + "<|im_end|>"] * 2
+    kwargs: dict[str, Any] = {"model": "qwen", "messages": ASK, "tools": [WEATHER_TOOL]}
+    both = client.chat.completions.create(**kwargs)
+    result = client.chat.completions.create(**kwargs, parallel_tool_calls=False, stream=stream)
+    if stream:
+        chunks = list(result)
+        indexes = {e.index for c in chunks for e in c.choices[0].delta.tool_calls or ()}
+        finish = chunks[-1].choices[0].finish_reason
+    else:
+        indexes = set(range(len(result.choices[0].message.tool_calls)))
+        finish = result.choices[0].finish_reason
+    assert len(both.choices[0].message.tool_calls) == 2
+    assert indexes == {0} and finish == "tool_calls"
+
+
+@pytest.mark.parametrize("stream", [False, True])
 def test_tool_choice_required_prefills_the_call_opening(
     client: Any, fake: Any, stream: bool
 ) -> None:

@@ -36,6 +36,7 @@ class Prepared:
     tools: list[Any] | None  # tools the parser knows (None when not rendered)
     options: dict[str, Any]
     prompt_ids: tuple[int, ...] | None = None
+    max_calls: int | None = None  # 1 for parallel_tool_calls: false
     #: What was rendered: the validated conversation (with its tools), or the messages
     #: without the reasoning a format refuses to show again.
     history: Conversation | list[dict[str, Any]] = field(default_factory=list)
@@ -107,7 +108,16 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
         prefill = prefill_for(template, options, wire_choice) if body.add_generation_prompt else ""
     except ChatFmtError as exc:
         raise APIError(400, str(exc), param="tool_choice", code="unsupported_value") from None
-    return Prepared(entry, prompt, prefill, rendered_tools, options, history=history)
+    single = getattr(body, "parallel_tool_calls", None) is False
+    return Prepared(
+        entry,
+        prompt,
+        prefill,
+        rendered_tools,
+        options,
+        history=history,
+        max_calls=1 if single else None,
+    )
 
 
 def encode_prompt(prepared: Prepared, *, add_generation_prompt: bool = True) -> Any:
@@ -180,17 +190,21 @@ def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def wire_delta(delta: Delta) -> Delta | None:
-    """A parser delta as sent to clients: chatfmt's ``error`` flags removed (``None`` if empty).
+def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
+    """A parser delta as sent to clients (``None`` if nothing is left of it).
 
-    An invalid call (arguments that are not a JSON object, a call cut off) is sent as the
-    model wrote it: clients validate arguments, as with any OpenAI model.
+    chatfmt's ``error`` flags are removed: an invalid call (arguments that are not a JSON
+    object, a call cut off) is sent as the model wrote it, and clients validate arguments,
+    as with any OpenAI model. Calls from index ``max_calls`` on are dropped
+    (``parallel_tool_calls: false``).
     """
     calls = delta.get("tool_calls")
     if not calls:
         return delta
     kept = []
     for entry in calls:
+        if max_calls is not None and entry["index"] >= max_calls:
+            continue
         clean = {k: v for k, v in entry.items() if k != "error"}
         if len(clean) > 1:  # more than the index
             kept.append(clean)
@@ -200,14 +214,9 @@ def wire_delta(delta: Delta) -> Delta | None:
     return out or None
 
 
-def wire_message(deltas: list[Delta]) -> dict[str, Any]:
-    """The assistant message of a whole reply (no chatfmt flags)."""
-    message = merge_deltas(deltas)
-    if "tool_calls" in message:
-        message["tool_calls"] = [
-            {k: v for k, v in call.items() if k != "error"} for call in message["tool_calls"]
-        ]
-    return message
+def wire_message(deltas: list[Delta], max_calls: int | None = None) -> dict[str, Any]:
+    """The assistant message of a whole reply, as sent to clients (see :func:`wire_delta`)."""
+    return merge_deltas(d for d in (wire_delta(x, max_calls) for x in deltas) if d is not None)
 
 
 def usage_of(turn: ParsedTurn, prepared: Prepared) -> dict[str, int] | None:
@@ -246,7 +255,7 @@ async def complete(prepared: Prepared, request: CompletionRequest) -> dict[str, 
         "choices": [
             {
                 "index": 0,
-                "message": wire_message(deltas),
+                "message": wire_message(deltas, prepared.max_calls),
                 "finish_reason": turn.parser.finish_reason,
                 "logprobs": None,
             }
@@ -313,11 +322,11 @@ async def _events(
         yield chunk({"role": "assistant", "content": ""})
         for batch in early:
             for delta in batch:
-                if (out := wire_delta(delta)) is not None:
+                if (out := wire_delta(delta, prepared.max_calls)) is not None:
                     yield chunk(out)
         async for batch in batches:
             for delta in batch:
-                if (out := wire_delta(delta)) is not None:
+                if (out := wire_delta(delta, prepared.max_calls)) is not None:
                     yield chunk(out)
         yield chunk({}, turn.parser.finish_reason)
         if include_usage:
