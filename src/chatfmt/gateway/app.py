@@ -42,13 +42,16 @@ class EventStream(StreamingResponse):
     disconnect only when a write fails, which a silent backend may delay for minutes.
     """
 
-    def __init__(self, events: AsyncGenerator[bytes, None]) -> None:
+    def __init__(
+        self, events: AsyncGenerator[bytes, None], close: Callable[[], Awaitable[None]]
+    ) -> None:
         super().__init__(
             events,
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         self._events = events
+        self._close = close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
@@ -65,6 +68,7 @@ class EventStream(StreamingResponse):
         finally:
             with anyio.CancelScope(shield=True):
                 await self._events.aclose()
+                await self._close()  # the backend stream, even if no event was ever sent
 
 
 def error_response(error: APIError) -> JSONResponse:
@@ -146,7 +150,8 @@ def create_app(
         if not body.stream:
             return JSONResponse(await complete(prepared, completion))
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return EventStream(await start_stream(prepared, completion, include_usage))
+        events, close = await start_stream(prepared, completion, include_usage)
+        return EventStream(events, close)
 
     async def render(request: Request) -> Response:
         body = parse_body(RenderBody, await read_body(request))

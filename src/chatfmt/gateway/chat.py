@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,8 +275,9 @@ def sse(data: Any) -> bytes:
 
 async def start_stream(
     prepared: Prepared, request: CompletionRequest, include_usage: bool
-) -> AsyncGenerator[bytes, None]:
-    """The SSE body of a streamed completion, started: the backend has answered.
+) -> tuple[AsyncGenerator[bytes, None], Callable[[], Awaitable[None]]]:
+    """The SSE body of a streamed completion, started (the backend has answered), and the
+    function that closes the backend stream (also when the body is never iterated).
 
     Waiting for the backend's first chunk before the response starts lets a backend that
     is down or refuses be an HTTP error (502/504) rather than an event; a failure after
@@ -297,7 +298,7 @@ async def start_stream(
     except BaseException:
         await batches.aclose()
         raise
-    return _events(prepared, turn, batches, early, include_usage)
+    return _events(prepared, turn, batches, early, include_usage), batches.aclose
 
 
 async def _events(
