@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -33,7 +33,11 @@ def _specs(
     from ..gateway.models import Limits
 
     if config is not None:
-        return load_config(config)
+        specs, limits = load_config(config)
+        # --backend-api-key: the key of every model whose table names none.
+        return [
+            replace(s, backend_api_key=s.backend_api_key or backend_api_key) for s in specs
+        ], limits
     spec = ModelSpec(
         name=model_name or "",  # "": the template's name
         backend=backend,
@@ -131,8 +135,12 @@ def serve_cmd(
         import uvicorn
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
-    if config is not None and (template or tokenizer or model_name or backend != "embedded"):
-        raise fail("--config describes the models: leave out --backend/--template/--tokenizer")
+    per_model = (template, tokenizer, model_name, backend_model, model_path)
+    if config is not None and (any(per_model) or backend != "embedded"):
+        raise fail(
+            "--config describes the models: leave out --backend, --template, --tokenizer, "
+            "--model-name, --backend-model and --model-path"
+        )
     try:
         specs, limits = _specs(
             config,
