@@ -17,6 +17,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..errors import ChatFmtError
 from .chat import (
     attach_prompt_ids,
     complete,
@@ -86,7 +87,11 @@ def create_app(
     The backends are closed when the application shuts down.
     """
     if not models:
-        raise ValueError("the gateway needs at least one model")
+        raise ChatFmtError("the gateway needs at least one model")
+    for name, entry in models.items():
+        if entry.name != name:
+            raise ChatFmtError(f"models[{name!r}] is a ModelEntry named {entry.name!r}")
+    models = dict(models)
     limits = limits or Limits()
     expected = f"Bearer {api_key}".encode() if api_key else None
 
