@@ -16,7 +16,7 @@ from typing import Any
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
-from ..errors import ValidationError
+from ..errors import UnsupportedFeatureError, ValidationError
 from ..parsing import StreamParser, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..protocol import Conversation, validate_conversation
@@ -35,7 +35,6 @@ from .events import (
 )
 from .interpreter import CodeInterpreter
 from .tools import FunctionTool, ToolExecutor
-from .turn import ParsedTurn, prompt_token_ids, render_prompt
 
 #: The function tool that stands for the interpreter in families without a code-call syntax.
 PYTHON_TOOL = {
@@ -122,13 +121,20 @@ class Agent:
             parser = StreamParser(
                 self.template, tools=self.tool_definitions or None, **self.options
             )
-            turn = ParsedTurn(self.backend, request, parser)
             deltas: list[dict[str, Any]] = []
-            async for batch in turn.deltas():
-                for delta in batch:
+            raw: list[str] = []  # the output as the model wrote it
+            truncated = False
+            async for chunk in self.backend.stream(request):
+                raw.append(chunk.text)
+                for delta in parser.feed(chunk.text):
                     deltas.append(delta)
                     for event in _events(delta):
                         yield event
+                truncated = truncated or chunk.finish_reason == "length"
+            for delta in parser.finish(truncated=truncated):
+                deltas.append(delta)
+                for event in _events(delta):
+                    yield event
             message = _clean(merge_deltas(deltas))
             step = AgentStep(
                 prompt,
@@ -154,7 +160,7 @@ class Agent:
                 continue
             # A malformed call: the turn stays in the conversation as the model wrote it (its
             # text, markup included), nothing of it is run, and the model is told once.
-            history.append({"role": "assistant", "content": self._as_written(turn.text)})
+            history.append({"role": "assistant", "content": self._as_written("".join(raw))})
             keys = {_call_key(c) for c in invalid}
             if keys & invalid_before:  # told once already and written again: stop cleanly
                 finish = "invalid_call"
@@ -205,19 +211,42 @@ class Agent:
         return output[: min(cut)] if cut else output
 
     def _render(self, history: list[dict[str, Any]]) -> str:
-        """The prompt for ``history`` (reasoning a format never shows again is dropped;
-        it stays on the step, ``AgentStep.message``)."""
-        return render_prompt(self.template, history, self.tool_definitions, self.options)
+        """The prompt for ``history``.
+
+        Some formats never show the model its own reasoning again (QwQ, the R1 distills,
+        DeepSeek V3.1 refuse ``reasoning_content`` after the last user message rather than
+        drop it silently): such a message goes back without its reasoning, which stays on
+        the step (``AgentStep.message``).
+        """
+        while True:
+            try:
+                return self.template.render(
+                    history, tools=self.tool_definitions or None, **self.options
+                )
+            except UnsupportedFeatureError as exc:
+                i = exc.index
+                if exc.field != "reasoning_content" or i is None or i >= len(history):
+                    raise
+                if "reasoning_content" not in history[i]:
+                    raise
+                history[i] = {k: v for k, v in history[i].items() if k != "reasoning_content"}
 
     def _prompt_ids(self, history: list[dict[str, Any]]) -> tuple[int, ...] | None:
         """Injection-safe prompt ids, when the backend has a chatfmt tokenizer (embedded models)."""
-        return prompt_token_ids(
-            getattr(self.backend, "tokenizer", None),
-            self.template,
+        tokenizer = getattr(self.backend, "tokenizer", None)
+        if tokenizer is None:
+            return None
+        from ..tokens import encode
+
+        enc = encode(
             history,
-            self.tool_definitions,
-            self.options,
+            self.template,
+            tokenizer,
+            tools=self.tool_definitions or None,
+            add_generation_prompt=True,
+            **self.options,
         )
+        return tuple(enc.input_ids)
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(

@@ -1,7 +1,8 @@
 """One model turn over a completion backend, shared by the agent loop and the gateway.
 
-render the history → (optionally) injection-safe prompt ids → stream the completion →
-feed the template's :class:`~chatfmt.parsing.StreamParser` → deltas and a finish reason.
+render the history (and, with a tokenizer, encode it: injection-safe ids) → stream the
+completion → feed the template's :class:`~chatfmt.parsing.StreamParser` → deltas and a
+finish reason.
 """
 
 from __future__ import annotations
@@ -18,22 +19,32 @@ from ..template import Template
 Delta = dict[str, Any]
 
 
-def render_prompt(
+def prompt_for(
     template: Template,
     history: list[dict[str, Any]],
     tools: Sequence[Any] | None,
     options: Mapping[str, Any],
-) -> str:
-    """The prompt for ``history`` (with the generation prompt).
+    tokenizer: Any = None,
+) -> tuple[str, tuple[int, ...] | None]:
+    """The prompt for ``history`` (generation prompt included), and with a chatfmt
+    ``tokenizer`` its injection-safe ids — the text and the ids from one encoding.
 
     Some formats never show the model its own reasoning again (QwQ, the R1 distills,
     DeepSeek V3.1 refuse ``reasoning_content`` after the last user message rather than
-    drop it silently): such a message is rendered without its reasoning. ``history`` is
+    drop it silently): such a message goes back without its reasoning. ``history`` is
     updated in place to what was rendered.
     """
+    tools = tools or None
     while True:
         try:
-            return template.render(history, tools=tools or None, **options)
+            if tokenizer is None:
+                return template.render(history, tools=tools, **options), None
+            from ..tokens import encode
+
+            enc = encode(
+                history, template, tokenizer, tools=tools, add_generation_prompt=True, **options
+            )
+            return enc.text, tuple(enc.input_ids)
         except UnsupportedFeatureError as exc:
             i = exc.index
             if exc.field != "reasoning_content" or i is None or i >= len(history):
@@ -41,29 +52,6 @@ def render_prompt(
             if "reasoning_content" not in history[i]:
                 raise
             history[i] = {k: v for k, v in history[i].items() if k != "reasoning_content"}
-
-
-def prompt_token_ids(
-    tokenizer: Any,
-    template: Template,
-    history: list[dict[str, Any]],
-    tools: Sequence[Any] | None,
-    options: Mapping[str, Any],
-) -> tuple[int, ...] | None:
-    """Injection-safe prompt ids (chatfmt's encoding), or ``None`` without a tokenizer."""
-    if tokenizer is None:
-        return None
-    from ..tokens import encode
-
-    enc = encode(
-        history,
-        template,
-        tokenizer,
-        tools=tools or None,
-        add_generation_prompt=True,
-        **options,
-    )
-    return tuple(enc.input_ids)
 
 
 class ParsedTurn:

@@ -19,10 +19,10 @@ from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
 from .chat import (
-    attach_prompt_ids,
+    check_length,
     complete,
     completion_request,
-    encode_prompt,
+    encoding_of,
     prepare,
     start_stream,
 )
@@ -150,7 +150,7 @@ def create_app(
         if refused is not None:
             raise refused
         prepared = prepare(entry, body, limits)
-        attach_prompt_ids(prepared, limits)
+        check_length(prepared, limits)
         completion = completion_request(prepared, body)
         if not body.stream:
             return JSONResponse(await complete(prepared, completion))
@@ -167,16 +167,12 @@ def create_app(
             "prompt": prepared.prompt + prepared.prefill,
             "prefill": prepared.prefill,
         }
-        tokenizer = entry.active_tokenizer
-        if tokenizer is not None:
-            enc = encode_prompt(prepared, add_generation_prompt=body.add_generation_prompt)
-            prefill_ids = tokenizer.encode(prepared.prefill) if prepared.prefill else []
-            out["token_ids"] = enc.input_ids + prefill_ids
-            # The prefill is template markup: control, not trained.
-            out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * len(
-                prefill_ids
-            )
-            out["trained"] = [lab != -100 for lab in enc.labels] + [False] * len(prefill_ids)
+        if prepared.prompt_ids is not None:
+            enc = encoding_of(prepared, add_generation_prompt=body.add_generation_prompt)
+            extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained
+            out["token_ids"] = list(prepared.prompt_ids)
+            out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * extra
+            out["trained"] = [lab != -100 for lab in enc.labels] + [False] * extra
         return JSONResponse(out)
 
     async def list_models(_request: Request) -> Response:

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.turn import Delta, ParsedTurn, render_prompt
+from ..agent.turn import Delta, ParsedTurn, prompt_for
 from ..backends.base import CompletionRequest, Usage
 from ..errors import ChatFmtError, UnsupportedFeatureError, ValidationError
 from ..parsing import StreamParser, merge_deltas
@@ -40,6 +40,7 @@ class Prepared:
     #: What was rendered: the validated conversation (with its tools), or the messages
     #: without the reasoning a format refuses to show again.
     history: Conversation | list[dict[str, Any]] = field(default_factory=list)
+    encoding: Any = None  # the prompt's Encoding, when a tokenizer made the ids
 
 
 def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
@@ -90,24 +91,36 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
         history: Conversation | list[dict[str, Any]] = validate_conversation(
             body.messages, rendered_tools
         )
+        tokenizer = entry.active_tokenizer
+        generation = body.add_generation_prompt
+        encoding = None
         try:
-            prompt = template.render(
-                history, add_generation_prompt=body.add_generation_prompt, **options
-            )
+            if tokenizer is None:
+                prompt = template.render(history, add_generation_prompt=generation, **options)
+                ids = None
+            else:  # the text and the ids from one encoding
+                from ..tokens import encode
+
+                encoding = encode(
+                    history, template, tokenizer, add_generation_prompt=generation, **options
+                )
+                prompt, ids = encoding.text, tuple(encoding.input_ids)
         except UnsupportedFeatureError as exc:
-            if exc.field != "reasoning_content" or not body.add_generation_prompt:
+            if exc.field != "reasoning_content" or not generation:
                 raise
             # A format that never shows old reasoning again: rendered without it.
             history = [dict(m) for m in body.messages]
-            prompt = render_prompt(template, history, rendered_tools, options)
+            prompt, ids = prompt_for(template, history, rendered_tools, options, tokenizer)
     except APIError:
         raise
     except ChatFmtError as exc:
         raise api_error(exc) from None
     try:
-        prefill = prefill_for(template, options, wire_choice) if body.add_generation_prompt else ""
+        prefill = prefill_for(template, options, wire_choice) if generation else ""
     except ChatFmtError as exc:
         raise APIError(400, str(exc), param="tool_choice", code="unsupported_value") from None
+    if ids is not None and prefill:
+        ids += tuple(tokenizer.encode(prefill))  # template markup: its special tokens are ids
     single = getattr(body, "parallel_tool_calls", None) is False
     return Prepared(
         entry,
@@ -115,13 +128,17 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
         prefill,
         rendered_tools,
         options,
-        history=history,
+        prompt_ids=ids,
         max_calls=1 if single else None,
+        history=history,
+        encoding=encoding,
     )
 
 
-def encode_prompt(prepared: Prepared, *, add_generation_prompt: bool = True) -> Any:
-    """The prompt's :class:`~chatfmt.tokens.Encoding` with the model's tokenizer (injection-safe)."""
+def encoding_of(prepared: Prepared, *, add_generation_prompt: bool = True) -> Any:
+    """The prompt's :class:`~chatfmt.tokens.Encoding` (without the prefill)."""
+    if prepared.encoding is not None:
+        return prepared.encoding
     from ..tokens import encode
 
     try:
@@ -137,23 +154,18 @@ def encode_prompt(prepared: Prepared, *, add_generation_prompt: bool = True) -> 
         raise api_error(exc) from None
 
 
-def attach_prompt_ids(prepared: Prepared, limits: Limits) -> None:
-    """Encode the prompt (and prefill) when a tokenizer is known; refuse a prompt too long."""
-    tokenizer = prepared.entry.active_tokenizer
-    if tokenizer is None:
+def check_length(prepared: Prepared, limits: Limits) -> None:
+    """Refuse a prompt (prefill included) as long as the context, when its ids are known."""
+    if prepared.prompt_ids is None:
         return
-    ids = tuple(encode_prompt(prepared).input_ids)
-    if prepared.prefill:
-        ids += tuple(tokenizer.encode(prepared.prefill))  # template markup: special tokens parsed
     limit = limits.max_prompt_tokens or prepared.entry.template.generation_config.session_len
-    if len(ids) >= limit:
+    if len(prepared.prompt_ids) >= limit:
         raise APIError(
             400,
-            f"the prompt has {len(ids)} tokens; this model's context holds {limit}",
+            f"the prompt has {len(prepared.prompt_ids)} tokens; this model's context holds {limit}",
             param="messages",
             code="context_length_exceeded",
         )
-    prepared.prompt_ids = ids
 
 
 def completion_request(prepared: Prepared, body: ChatBody) -> CompletionRequest:
