@@ -3,8 +3,9 @@
 It replays scripted replies, honours ``stop`` like a real engine (the stop word is not
 returned unless ``include_stop`` is set), streams server-sent events, and can misbehave
 on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
-``"cut"`` (the stream ends without a finish reason), ``"slow"`` (no data for longer
-than a read timeout).
+``"cut"`` (the stream ends without a finish reason), ``"die"`` (the connection is dropped
+halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
+timeout). ``aborted`` counts streams whose client left before the end.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class FakeCompletionsServer:
         self.chunk_delay = 0.0  # seconds between streamed pieces
         self.chunk_size = 3
         self.requests: list[dict[str, Any]] = []
+        self.aborted = 0
         self.port = 0
 
     @property
@@ -79,11 +81,16 @@ class FakeCompletionsServer:
         await resp.write(b": keep-alive comment\n\n")
         pieces = [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
         try:
-            for piece in pieces:
+            for i, piece in enumerate(pieces):
+                if self.mode == "die" and i == len(pieces) // 2:
+                    assert request.transport is not None
+                    request.transport.abort()  # no finish, no end of stream: a killed engine
+                    return resp
                 if self.chunk_delay:
                     await asyncio.sleep(self.chunk_delay)
                 await send({"choices": [{"index": 0, "text": piece, "finish_reason": None}]})
         except ConnectionError:  # the client left early (Ctrl-C): stop generating
+            self.aborted += 1
             return resp
         if self.mode == "cut":
             return resp

@@ -126,6 +126,10 @@ class BackendConnectionError(BackendError):
     """The backend could not be reached, or did not answer in time."""
 
 
+class BackendTimeoutError(BackendConnectionError):
+    """The backend was reached but sent no data within the read timeout."""
+
+
 class BackendHTTPError(BackendError):
     """The backend answered with an HTTP error status (``status``; ``body`` is its text, cut)."""
 

@@ -15,7 +15,12 @@ from typing import Any
 
 import aiohttp
 
-from ..errors import BackendConnectionError, BackendHTTPError, BackendProtocolError
+from ..errors import (
+    BackendConnectionError,
+    BackendHTTPError,
+    BackendProtocolError,
+    BackendTimeoutError,
+)
 from .base import (
     Backend,
     CompletionChunk,
@@ -132,7 +137,7 @@ class OpenAICompletionsBackend(Backend):
         except aiohttp.ClientError as exc:
             raise _connection_error(url, exc, self.read_timeout) from None
         except asyncio.TimeoutError:
-            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+            raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
 
     async def complete(self, request: CompletionRequest) -> CompletionResult:
         model = await self.model_id()
@@ -144,7 +149,7 @@ class OpenAICompletionsBackend(Backend):
         except aiohttp.ClientError as exc:
             raise _connection_error(url, exc, self.read_timeout) from None
         except asyncio.TimeoutError:
-            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+            raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
         text, finish = _choice(data, url)
         return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
 
@@ -170,7 +175,7 @@ class OpenAICompletionsBackend(Backend):
         except aiohttp.ClientError as exc:
             raise _connection_error(url, exc, self.read_timeout) from None
         except asyncio.TimeoutError:
-            raise BackendConnectionError(f"{url}: no data within {self.read_timeout} s") from None
+            raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
         yield CompletionChunk("", _finish(finish), usage)
@@ -218,7 +223,7 @@ def _finish(reason: str | None) -> FinishReason:
 
 def _connection_error(url: str, exc: aiohttp.ClientError, read_timeout: float) -> Exception:
     if isinstance(exc, aiohttp.ServerTimeoutError):
-        return BackendConnectionError(f"{url}: no data within {read_timeout} s")
+        return BackendTimeoutError(f"{url}: no data within {read_timeout} s")
     if isinstance(exc, aiohttp.ClientPayloadError):
         return BackendProtocolError(f"{url}: the answer broke off: {exc}")
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -1,0 +1,184 @@
+"""``chatfmt serve``: an OpenAI-compatible chat API in front of a raw completions backend."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ChatFmtError
+from ._shared import fail
+
+#: The environment variable a worker process reads its configuration from (``--workers``).
+_WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
+
+
+def _specs(
+    config: Path | None,
+    backend: str,
+    template: str | None,
+    tokenizer: str | None,
+    model_name: str | None,
+    backend_model: str | None,
+    backend_api_key: str | None,
+    model_path: str | None,
+) -> tuple[list[Any], Any]:
+    from ..gateway.config import ModelSpec, load_config
+    from ..gateway.models import Limits
+
+    if config is not None:
+        specs, limits = load_config(config)
+        # --backend-api-key: the key of every model whose table names none.
+        return [
+            replace(s, backend_api_key=s.backend_api_key or backend_api_key) for s in specs
+        ], limits
+    spec = ModelSpec(
+        name=model_name or "",  # "": the template's name
+        backend=backend,
+        template=template,
+        tokenizer=tokenizer,
+        backend_model=backend_model,
+        backend_api_key=backend_api_key,
+        model_path=model_path,
+    )
+    return [spec], Limits()
+
+
+def build_app(specs: list[Any], limits: Any, api_key: str | None) -> Any:
+    """The Starlette application for ``specs`` (backends, templates and tokenizers loaded)."""
+    from ..gateway import create_app
+    from ..gateway.config import build_model
+
+    async def build_all() -> list[Any]:
+        return [await build_model(spec) for spec in specs]
+
+    # In a thread of its own: a worker process builds its app inside uvicorn's running loop.
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        entries = thread.submit(asyncio.run, build_all()).result()
+    return create_app({e.name: e for e in entries}, api_key=api_key, limits=limits)
+
+
+def worker_app() -> Any:
+    """The application of one ``--workers`` process (configured by its parent)."""
+    from ..gateway.config import ModelSpec
+    from ..gateway.models import Limits
+
+    data = json.loads(os.environ[_WORKER_CONFIG])
+    specs = [ModelSpec(**s) for s in data["models"]]
+    return build_app(specs, Limits(**data["limits"]), data["api_key"])
+
+
+def serve_cmd(
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend", help="OpenAI-compatible completions URL ending in /v1, or 'embedded'."
+        ),
+    ] = "embedded",
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template", "-t", help="Template (default: the model's own / the server's model id)."
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Tokenizer path: token ids, usage, prompt-length check."),
+    ] = None,
+    model_name: Annotated[
+        str | None, typer.Option("--model-name", help="The model name clients ask for.")
+    ] = None,
+    backend_model: Annotated[
+        str | None,
+        typer.Option(
+            "--backend-model", help="Model name sent to the backend (default: its first)."
+        ),
+    ] = None,
+    model_path: Annotated[
+        str | None, typer.Option("--model-path", help="A GGUF file for the embedded backend.")
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="TOML file mapping model names to backends (see docs)."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes.", min=1)] = 1,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="CHATFMT_API_KEY",
+            help="Require 'Authorization: Bearer KEY' from clients.",
+            show_envvar=True,
+        ),
+    ] = None,
+    backend_api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--backend-api-key",
+            envvar="CHATFMT_BACKEND_API_KEY",
+            help="API key sent to the backend (never shown in errors or logs).",
+            show_envvar=True,
+        ),
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
+) -> None:
+    """Serve an OpenAI-compatible chat API (/v1/chat/completions) over a completions backend."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
+    per_model = (template, tokenizer, model_name, backend_model, model_path)
+    if config is not None and (any(per_model) or backend != "embedded"):
+        raise fail(
+            "--config describes the models: leave out --backend, --template, --tokenizer, "
+            "--model-name, --backend-model and --model-path"
+        )
+    try:
+        specs, limits = _specs(
+            config,
+            backend,
+            template,
+            tokenizer,
+            model_name,
+            backend_model,
+            backend_api_key,
+            model_path,
+        )
+        app = build_app(specs, limits, api_key)  # with --workers: checks the configuration
+        typer.secho(
+            f"chatfmt serve: {', '.join(app.state.model_names)} on http://{host}:{port}/v1"
+            + (" (API key required)" if api_key else ""),
+            err=True,
+        )
+        if workers > 1:
+            os.environ[_WORKER_CONFIG] = json.dumps(
+                {
+                    "models": [asdict(s) for s in specs],
+                    "limits": asdict(limits),
+                    "api_key": api_key,
+                }
+            )
+            uvicorn.run(
+                "chatfmt.commands.serve:worker_app",
+                factory=True,
+                host=host,
+                port=port,
+                workers=workers,
+                log_level=log_level,
+            )
+            return
+    except ChatFmtError as exc:
+        raise fail(str(exc)) from None
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve_cmd)

@@ -1,0 +1,13 @@
+"""An OpenAI-compatible chat API over raw completion backends (``chatfmt serve``).
+
+``create_app(models, api_key=None, limits=None)`` builds the Starlette application;
+see ``docs/gateway.md``. Needs the ``serve`` extra (starlette, uvicorn).
+"""
+
+from __future__ import annotations
+
+from .app import create_app
+from .errors import APIError
+from .models import Limits, ModelEntry
+
+__all__ = ["APIError", "Limits", "ModelEntry", "create_app"]

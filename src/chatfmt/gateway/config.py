@@ -1,0 +1,176 @@
+"""What ``chatfmt serve`` serves: model specs from the command line or a TOML file.
+
+A config file maps model names to a backend, a template and an optional tokenizer::
+
+    [models.qwen]
+    backend = "http://127.0.0.1:8001/v1"   # or "embedded"
+    template = "qwen2.5"                   # default: the server's model id / the GGUF's own
+    tokenizer = "/models/qwen2.5"           # optional: ids for /v1/render, usage, length check
+    backend_model = "Qwen/Qwen2.5-7B-Instruct"  # optional: the model name sent to the backend
+    backend_api_key_env = "VLLM_API_KEY"    # optional: where the backend's key is (or backend_api_key)
+
+    [limits]
+    max_body_bytes = 8388608
+    max_messages = 2048
+    max_prompt_tokens = 32768
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..errors import ChatFmtError
+from .models import Limits, ModelEntry
+
+EMBEDDED = "embedded"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One served model before anything is loaded (``backend`` is a URL or ``"embedded"``;
+    an empty ``name`` means the template's name)."""
+
+    name: str
+    backend: str = EMBEDDED
+    template: str | None = None
+    tokenizer: str | None = None
+    backend_model: str | None = None
+    backend_api_key: str | None = None
+    model_path: str | None = None  # a GGUF for the embedded backend
+
+    def __repr__(self) -> str:  # never show the backend's key
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        if shown["backend_api_key"]:
+            shown["backend_api_key"] = "***"
+        return f"ModelSpec({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+_MODEL_KEYS = {
+    "backend",
+    "template",
+    "tokenizer",
+    "backend_model",
+    "backend_api_key",
+    "backend_api_key_env",
+    "model_path",
+}
+
+
+def load_config(path: Path) -> tuple[list[ModelSpec], Limits]:
+    """Model specs and limits from a TOML file; errors name the file and the key."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ChatFmtError(f"{path}: cannot read the config: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ChatFmtError(f"{path}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"models", "limits"}
+    if unknown:
+        raise ChatFmtError(
+            f"{path}: unknown table(s) {', '.join(sorted(unknown))} (models, limits)"
+        )
+    models = data.get("models")
+    if not isinstance(models, dict) or not models:
+        raise ChatFmtError(f"{path}: no [models.NAME] table")
+    specs = [_spec(path, name, table) for name, table in models.items()]
+    return specs, _limits(path, data.get("limits", {}))
+
+
+def _spec(path: Path, name: str, table: Any) -> ModelSpec:
+    where = f"{path}: models.{name}"
+    if not isinstance(table, dict):
+        raise ChatFmtError(f"{where}: must be a table")
+    unknown = set(table) - _MODEL_KEYS
+    if unknown:
+        raise ChatFmtError(
+            f"{where}: unknown key(s) {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(_MODEL_KEYS))})"
+        )
+    for key, value in table.items():
+        if not isinstance(value, str) or not value:
+            raise ChatFmtError(f"{where}.{key}: must be a non-empty string")
+    key = table.get("backend_api_key")
+    env = table.get("backend_api_key_env")
+    if env is not None:
+        key = os.environ.get(env)
+        if not key:
+            raise ChatFmtError(f"{where}.backend_api_key_env: the variable {env} is not set")
+    return ModelSpec(
+        name=name,
+        backend=table.get("backend", EMBEDDED),
+        template=table.get("template"),
+        tokenizer=table.get("tokenizer"),
+        backend_model=table.get("backend_model"),
+        backend_api_key=key,
+        model_path=table.get("model_path"),
+    )
+
+
+def _limits(path: Path, table: Any) -> Limits:
+    if not isinstance(table, dict):
+        raise ChatFmtError(f"{path}: limits must be a table")
+    known = {f.name for f in fields(Limits)}
+    unknown = set(table) - known
+    if unknown:
+        raise ChatFmtError(
+            f"{path}: limits: unknown key(s) {', '.join(sorted(unknown))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
+    for key, value in table.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ChatFmtError(f"{path}: limits.{key}: must be a positive integer")
+    return Limits(**table)
+
+
+async def build_model(spec: ModelSpec) -> ModelEntry:
+    """Backend, template and tokenizer of one spec.
+
+    The template is ``spec.template``, else the embedded model's own (its GGUF chat
+    template), else the one matching the backend server's model id.
+    """
+    from ..api import get_template
+    from ..backends.base import Backend
+    from ..registry import REGISTRY
+
+    backend: Backend
+    if spec.backend == EMBEDDED:
+        from ..backends.llamacpp import LlamaCppBackend
+
+        embedded = LlamaCppBackend(spec.model_path)
+        backend = embedded
+        template = get_template(spec.template or embedded.model_path)
+    else:
+        from ..backends.openai import OpenAICompletionsBackend
+
+        remote = OpenAICompletionsBackend(
+            spec.backend, model=spec.backend_model, api_key=spec.backend_api_key
+        )
+        backend = remote
+        if spec.template is not None:
+            template = get_template(spec.template)
+        else:
+            try:
+                model_id = await remote.model_id()
+            finally:
+                await remote.aclose()  # its session belongs to this loop, not the server's
+            found = REGISTRY.match_model(model_id)
+            if found is None:
+                raise ChatFmtError(
+                    f"model {spec.name!r}: no template matches the backend's model "
+                    f"{model_id!r}; give one (--template or template = ...)"
+                )
+            template = found
+    tokenizer = None
+    if spec.tokenizer is not None:
+        from ..tokens import load_tokenizer
+
+        tokenizer = load_tokenizer(spec.tokenizer)
+    return ModelEntry(spec.name or template.name, backend, template, tokenizer)

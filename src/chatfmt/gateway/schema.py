@@ -1,0 +1,124 @@
+"""The request bodies the gateway accepts, validated once at the edge (pydantic, strict JSON).
+
+Messages and tools are checked by :func:`chatfmt.validate_conversation` afterwards, which
+names the field of any problem (``messages[2].tool_calls[0].function.arguments``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticError
+
+from .errors import APIError
+
+
+class _Body(BaseModel):
+    # Unknown fields are ignored (clients send e.g. ``user`` or ``metadata``); the fields
+    # the gateway cannot honour are declared below and refused when set.
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class StreamOptions(_Body):
+    include_usage: bool = False
+
+
+class FunctionName(_Body):
+    name: str = Field(min_length=1)
+
+
+class NamedToolChoice(_Body):
+    type: Literal["function"]
+    function: FunctionName
+
+
+ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
+
+
+class RenderBody(_Body):
+    """``POST /v1/render``: what the prompt of a chat request would be."""
+
+    model: str
+    messages: list[Any]
+    tools: list[Any] | None = None
+    tool_choice: ToolChoice | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    add_generation_prompt: bool = True
+
+
+class ChatBody(RenderBody):
+    """``POST /v1/chat/completions``."""
+
+    parallel_tool_calls: bool | None = None
+    stop: str | list[str] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0)
+    repetition_penalty: float | None = Field(default=None, gt=0)
+    seed: int | None = None
+    n: int | None = 1
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
+    # Declared to be refused when set (see ``unsupported``).
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    response_format: dict[str, Any] | None = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+
+
+def unsupported(body: ChatBody) -> APIError | None:
+    """A 400 for a field the gateway cannot honour (never silently ignored)."""
+    if body.n not in (None, 1):
+        return APIError(400, "only n=1 is supported", param="n", code="unsupported_value")
+    if body.logprobs or body.top_logprobs:
+        return APIError(
+            400, "logprobs are not supported", param="logprobs", code="unsupported_value"
+        )
+    if body.response_format is not None and body.response_format.get("type") != "text":
+        return APIError(
+            400,
+            "response_format other than text is not supported",
+            param="response_format",
+            code="unsupported_value",
+        )
+    if body.functions is not None or body.function_call is not None:
+        param = "functions" if body.functions is not None else "function_call"
+        return APIError(
+            400,
+            "legacy functions are not supported: use tools",
+            param=param,
+            code="unsupported_value",
+        )
+    return None
+
+
+def parse_body(model: type[RenderBody], raw: bytes) -> Any:
+    """The validated body, or a 400 :class:`APIError` naming the first bad field."""
+    try:
+        return model.model_validate_json(raw)
+    except PydanticError as exc:
+        error = exc.errors(include_url=False)[0]
+        if error["type"] == "json_invalid":
+            raise APIError(400, f"the body is not valid JSON: {error['msg']}") from None
+        if error["type"] == "model_type" and not error["loc"]:
+            raise APIError(400, "the body must be a JSON object") from None
+        param = _loc(error["loc"])
+        raise APIError(400, f"{param}: {error['msg']}", param=param, code="invalid_value") from None
+
+
+#: Fields whose type is a union: pydantic's location then names the branch, not a field.
+_UNION_FIELDS = ("tool_choice", "stop")
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as a field path: ``('messages', 2)`` → ``messages[2]``."""
+    if loc and loc[0] in _UNION_FIELDS:
+        return str(loc[0])
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
