@@ -16,7 +16,7 @@ from typing import Any
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
-from ..errors import UnsupportedFeatureError, ValidationError
+from ..errors import ValidationError
 from ..parsing import StreamParser, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..protocol import Conversation, validate_conversation
@@ -35,6 +35,7 @@ from .events import (
 )
 from .interpreter import CodeInterpreter
 from .tools import FunctionTool, ToolExecutor
+from .turn import ParsedTurn, prompt_for
 
 #: The function tool that stands for the interpreter in families without a code-call syntax.
 PYTHON_TOOL = {
@@ -121,20 +122,13 @@ class Agent:
             parser = StreamParser(
                 self.template, tools=self.tool_definitions or None, **self.options
             )
+            turn = ParsedTurn(self.backend, request, parser)
             deltas: list[dict[str, Any]] = []
-            raw: list[str] = []  # the output as the model wrote it
-            truncated = False
-            async for chunk in self.backend.stream(request):
-                raw.append(chunk.text)
-                for delta in parser.feed(chunk.text):
+            async for batch in turn.deltas():
+                for delta in batch:
                     deltas.append(delta)
                     for event in _events(delta):
                         yield event
-                truncated = truncated or chunk.finish_reason == "length"
-            for delta in parser.finish(truncated=truncated):
-                deltas.append(delta)
-                for event in _events(delta):
-                    yield event
             message = merge_deltas(deltas)
             step = AgentStep(
                 prompt,
@@ -160,7 +154,7 @@ class Agent:
                 continue
             # A malformed call: the turn stays in the conversation as the model wrote it (its
             # text, markup included), nothing of it is run, and the model is told once.
-            history.append({"role": "assistant", "content": self._as_written("".join(raw))})
+            history.append({"role": "assistant", "content": self._as_written(turn.text)})
             keys = {_call_key(c) for c in invalid}
             if keys & invalid_before:  # told once already and written again: stop cleanly
                 finish = "invalid_call"
@@ -212,37 +206,15 @@ class Agent:
 
     def _prompt(self, history: list[dict[str, Any]]) -> tuple[str, tuple[int, ...] | None]:
         """The prompt for ``history``, and its injection-safe ids when the backend has a
-        chatfmt tokenizer (embedded models).
-
-        Some formats never show the model its own reasoning again (QwQ, the R1 distills,
-        DeepSeek V3.1 refuse ``reasoning_content`` after the last user message rather than
-        drop it silently): such a message goes back without its reasoning, which stays on
-        the step (``AgentStep.message``).
-        """
-        tokenizer = getattr(self.backend, "tokenizer", None)
-        tools = self.tool_definitions or None
-        while True:
-            try:
-                if tokenizer is None:
-                    return self.template.render(history, tools=tools, **self.options), None
-                from ..tokens import encode
-
-                enc = encode(
-                    history,
-                    self.template,
-                    tokenizer,
-                    tools=tools,
-                    add_generation_prompt=True,
-                    **self.options,
-                )
-                return enc.text, tuple(enc.input_ids)
-            except UnsupportedFeatureError as exc:
-                i = exc.index
-                if exc.field != "reasoning_content" or i is None or i >= len(history):
-                    raise
-                if "reasoning_content" not in history[i]:
-                    raise
-                history[i] = {k: v for k, v in history[i].items() if k != "reasoning_content"}
+        chatfmt tokenizer (embedded models). Reasoning a format never shows again is left
+        out (it stays on the step, ``AgentStep.message``): see :func:`.turn.prompt_for`."""
+        return prompt_for(
+            self.template,
+            history,
+            self.tool_definitions,
+            self.options,
+            getattr(self.backend, "tokenizer", None),
+        )
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(
