@@ -263,3 +263,29 @@ def test_openai_sends_token_ids_only_when_asked(server: FakeCompletionsServer) -
 def test_request_rejects_bad_token_ids() -> None:
     with pytest.raises(ValidationError, match="prompt_token_ids: must be a list of token ids"):
         CompletionRequest("p", prompt_token_ids=(1, -2))
+
+
+def test_openai_model_is_looked_up_once_for_concurrent_first_requests(
+    server: FakeCompletionsServer,
+) -> None:
+    server.replies = [f"r{i}" for i in range(10)]
+    backend = OpenAICompletionsBackend(server.base_url)
+    lookups: list[str] = []
+    original = backend._get_json
+
+    async def counting(path: str) -> object:
+        lookups.append(path)
+        return await original(path)
+
+    backend._get_json = counting  # type: ignore[method-assign]
+
+    async def run() -> list[str]:
+        async with backend:
+            results = await asyncio.gather(
+                *(backend.complete(CompletionRequest(f"p{i}")) for i in range(10))
+            )
+        return [r.text for r in results]
+
+    assert sorted(asyncio.run(run())) == sorted(f"r{i}" for i in range(10))
+    assert lookups == ["/models"]
+    assert all(r["model"] == "fake-model" for r in server.requests)

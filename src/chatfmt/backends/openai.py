@@ -76,6 +76,7 @@ class OpenAICompletionsBackend(Backend):
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._lookup: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     # ------------------------------------------------------------------ session
     def _client(self) -> aiohttp.ClientSession:
@@ -99,15 +100,24 @@ class OpenAICompletionsBackend(Backend):
 
     # ------------------------------------------------------------------ requests
     async def model_id(self) -> str:
-        """The model name sent with requests (the first one the server lists, unless given)."""
-        if self.model is None:
-            data = await self._get_json("/models")
-            try:
-                self.model = str(data["data"][0]["id"])
-            except (KeyError, IndexError, TypeError):
-                raise BackendProtocolError(
-                    f"{self.base_url}/models lists no model; pass model= explicitly"
-                ) from None
+        """The model name sent with requests (the first one the server lists, unless given).
+
+        Looked up once: concurrent first requests wait for the same lookup.
+        """
+        if self.model is not None:
+            return self.model
+        loop = asyncio.get_running_loop()
+        if self._lookup is None or self._lookup[0] is not loop:
+            self._lookup = (loop, asyncio.Lock())
+        async with self._lookup[1]:
+            if self.model is None:
+                data = await self._get_json("/models")
+                try:
+                    self.model = str(data["data"][0]["id"])
+                except (KeyError, IndexError, TypeError):
+                    raise BackendProtocolError(
+                        f"{self.base_url}/models lists no model; pass model= explicitly"
+                    ) from None
         return self.model
 
     def _body(self, model: str, request: CompletionRequest, stream: bool) -> dict[str, Any]:
