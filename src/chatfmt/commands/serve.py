@@ -39,7 +39,7 @@ def _specs(
             replace(s, backend_api_key=s.backend_api_key or backend_api_key) for s in specs
         ], limits
     spec = ModelSpec(
-        name=model_name or "",  # "": the template's name
+        name=model_name or "",  # "": the embedded model's file stem, else the template's name
         backend=backend,
         template=template,
         tokenizer=tokenizer,

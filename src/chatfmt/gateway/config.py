@@ -173,4 +173,10 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         from ..tokens import load_tokenizer
 
         tokenizer = load_tokenizer(spec.tokenizer)
-    return ModelEntry(spec.name or template.name, backend, template, tokenizer)
+    return ModelEntry(spec.name or _default_name(backend, template), backend, template, tokenizer)
+
+
+def _default_name(backend: Any, template: Any) -> str:
+    """An unnamed model's name: the embedded model's file stem, else the template's name."""
+    path = getattr(backend, "model_path", None)
+    return Path(path).stem if path is not None else str(template.name)
