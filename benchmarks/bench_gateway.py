@@ -18,8 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,53 +25,9 @@ import time
 from typing import Any
 
 import aiohttp
+from _sse_engine import free_port, start, wait_port
 
 import chatfmt
-
-TAG = re.compile(r"req-\d+")
-
-
-def backend_main(port: int, tokens: int) -> None:
-    """The fake completions backend (runs in its own process)."""
-    from aiohttp import web
-
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"data": [{"id": "fake"}]})
-
-    async def completions(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        tag = TAG.findall(body["prompt"])[-1]
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        pieces = [f"{tag} "] + [f"w{i} " for i in range(tokens - 1)]
-        for piece in pieces:
-            event = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
-            await resp.write(f"data: {json.dumps(event)}\n\n".encode())
-            await asyncio.sleep(0)
-        done = {"choices": [{"index": 0, "text": "", "finish_reason": "stop"}]}
-        await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
-        return resp
-
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    app.router.add_post("/v1/completions", completions)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait(port: int) -> None:
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port}")
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -160,19 +114,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=200)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--backend-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.backend_server:
-        backend_main(args.backend_server, args.tokens)
-        return
-    bport, gport = _free_port(), _free_port()
-    backend_proc = subprocess.Popen(
-        [sys.executable, __file__, "--backend-server", str(bport), "--tokens", str(args.tokens)]
-    )
-    backend = f"http://127.0.0.1:{bport}/v1"
+    backend_proc, backend = start(args.tokens)
+    gport = free_port()
     gateway_proc = None
     try:
-        _wait(bport)
         gateway_proc = subprocess.Popen(
             [
                 sys.executable,
@@ -193,7 +139,7 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        _wait(gport)
+        wait_port(gport)
         gateway = f"http://127.0.0.1:{gport}/v1"
         tpl = chatfmt.get_template("qwen2.5")
 

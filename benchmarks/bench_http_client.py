@@ -15,40 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
+from _sse_engine import start
+
 from chatfmt.backends import CompletionRequest
 from chatfmt.backends.openai import OpenAICompletionsBackend
-
-
-def serve(port: int, tokens: int) -> None:
-    """The SSE completions server (runs in its own process)."""
-    from aiohttp import web
-
-    async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"data": [{"id": "bench"}]})
-
-    async def completions(request: web.Request) -> web.StreamResponse:
-        await request.json()
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await resp.prepare(request)
-        for i in range(tokens):
-            event = {"choices": [{"index": 0, "text": f" tok{i}", "finish_reason": None}]}
-            await resp.write(f"data: {json.dumps(event)}\n\n".encode())
-            await asyncio.sleep(0)
-        done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
-        await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
-        return resp
-
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    app.router.add_post("/v1/completions", completions)
-    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
 async def run_aiohttp(base: str, n: int) -> tuple[float, list[float]]:
@@ -105,29 +80,13 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=200)
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.serve:
-        serve(args.serve, args.tokens)
-        return
     try:
         import httpx  # noqa: F401
     except ImportError:
         sys.exit("this benchmark compares against httpx: pip install httpx")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), "--tokens", str(args.tokens)]
-    )
+    server, base = start(args.tokens)
     try:
-        base = f"http://127.0.0.1:{port}/v1"
-        for _ in range(100):  # wait for the server
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         results: dict[str, list[tuple[float, list[float]]]] = {"aiohttp": [], "httpx": []}
         asyncio.run(run_aiohttp(base, 10))  # warm up both
         asyncio.run(run_httpx(base, 10))

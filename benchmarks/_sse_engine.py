@@ -1,0 +1,74 @@
+"""A fake completions engine for the benchmarks: SSE streams on 127.0.0.1, run in its own process.
+
+``python benchmarks/_sse_engine.py PORT TOKENS`` serves ``/v1/models`` and a streaming
+``/v1/completions`` that sends TOKENS text events. The first event is the last ``req-N`` tag
+found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TAG = re.compile(r"req-\d+")
+
+
+def serve(port: int, tokens: int) -> None:
+    """Run the engine in this process (blocks)."""
+    from aiohttp import web
+
+    async def models(_request: web.Request) -> web.Response:
+        return web.json_response({"data": [{"id": "fake"}]})
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        tags = TAG.findall(str(body.get("prompt", "")))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        pieces = [f"{tags[-1] if tags else 'req-?'} "] + [f"w{i} " for i in range(tokens - 1)]
+        for piece in pieces:
+            event = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
+            await resp.write(f"data: {json.dumps(event)}\n\n".encode())
+            await asyncio.sleep(0)
+        done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
+        await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        return resp
+
+    app = web.Application()
+    app.router.add_get("/v1/models", models)
+    app.router.add_post("/v1/completions", completions)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(port: int) -> None:
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port}")
+
+
+def start(tokens: int) -> tuple[subprocess.Popen[bytes], str]:
+    """The engine in a new process, and its base URL (``…/v1``) once it listens."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(port), str(tokens)])
+    wait_port(port)
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))
