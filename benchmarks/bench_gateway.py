@@ -31,9 +31,14 @@ import chatfmt
 
 
 def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its children (the workers of `--workers`)."""
     with open(f"/proc/{pid}/stat") as fh:
         fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as fh:
+            total += sum(_cpu_seconds(int(child)) for child in fh.read().split())
+    return total
 
 
 async def _sse_texts(resp: aiohttp.ClientResponse, chat: bool) -> Any:
@@ -114,6 +119,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=200)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=1, help="gateway worker processes")
     args = ap.parse_args()
     backend_proc, backend = start(args.tokens)
     gport = free_port()
@@ -135,6 +141,8 @@ def main() -> None:
                 str(gport),
                 "--log-level",
                 "warning",
+                "--workers",
+                str(args.workers),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -167,7 +175,7 @@ def main() -> None:
     n = args.concurrency * args.rounds
     print(
         f"{args.concurrency} concurrent streaming requests × {args.rounds} rounds, "
-        f"{args.tokens} events each, one gateway worker (qwen2.5 template)"
+        f"{args.tokens} events each, {args.workers} gateway worker(s) (qwen2.5 template)"
     )
     print(
         f"{'':10} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} {'total p50':>10} {'total p99':>10}  (ms)"
