@@ -7,7 +7,7 @@ import concurrent.futures
 import queue
 import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from .base import Backend, CompletionChunk, CompletionRequest, CompletionResult
@@ -71,11 +71,8 @@ class SyncBackend:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="chatfmt-backend", daemon=True
-        )
-        self._thread.start()
+        self._stack = ExitStack()
+        self._loop = self._stack.enter_context(loop_thread())
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._loop.is_closed():
@@ -99,9 +96,7 @@ class SyncBackend:
         if self._loop.is_closed():
             return
         self._run(self.backend.aclose())
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._stack.close()
 
     def __enter__(self) -> SyncBackend:
         return self

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import ChatFmtError
 from ._shared import fail
 
 
@@ -175,8 +174,6 @@ def chat_cmd(
             _one(loop, agent, history, console, as_json)
         else:
             _interactive(loop, agent, history, console)
-    except ChatFmtError as exc:
-        raise fail(str(exc)) from None
     finally:
         if agent is not None:
             agent.close()

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
+from ..textfile import decode_text
 
 
 class _InputError(ChatFmtError):
@@ -26,11 +27,8 @@ def _read_text(source: str, what: str) -> str:
         raise _InputError(f"{what} {source}: is a directory, not a file") from None
     except OSError as exc:
         raise _InputError(f"cannot read {what} {source}: {exc.strerror}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        name = "standard input" if source == "-" else source
-        raise _InputError(f"{what} {name}: not UTF-8 text (byte {exc.start})") from None
+    name = "standard input" if source == "-" else f"{what} {source}"
+    return decode_text(data, name, error=_InputError)
 
 
 def _read_tools(source: str) -> list[Any]:
@@ -113,35 +111,30 @@ def register(app: typer.Typer) -> None:
 
         Prints {"message": …, "finish_reason": …, "trailing_text": …}; with --stream, one
         delta per line, then a last line {"finish_reason": …, "trailing_text": …}.
-        trailing_text is what the model wrote after its end-of-turn marker.
+        trailing_text is what the model wrote after its end-of-turn marker. Errors are one
+        line (the command line's shared error policy, ``commands._shared.guarded``).
         """
         from ..parsing import StreamParser, parse
 
-        try:
-            text = _read_text(file, "output file")
-            tool_list = _read_tools(tools) if tools is not None else None
-            opts = _options(option or [])
-            if not stream:
-                msg = parse(text, template, tools=tool_list, truncated=truncated, **opts)
-                typer.echo(
-                    _line(
-                        {
-                            "message": msg,
-                            "finish_reason": msg.finish_reason,
-                            "trailing_text": msg.trailing_text,
-                        }
-                    )
-                )
-                return
-            sp = StreamParser(template, tools=tool_list, **opts)
-            for start in range(0, len(text), chunk_size):
-                for delta in sp.feed(text[start : start + chunk_size]):
-                    typer.echo(_line(delta))
-            for delta in sp.finish(truncated=truncated):
-                typer.echo(_line(delta))
+        text = _read_text(file, "output file")
+        tool_list = _read_tools(tools) if tools is not None else None
+        opts = _options(option or [])
+        if not stream:
+            msg = parse(text, template, tools=tool_list, truncated=truncated, **opts)
             typer.echo(
-                _line({"finish_reason": sp.finish_reason, "trailing_text": sp.trailing_text})
+                _line(
+                    {
+                        "message": msg,
+                        "finish_reason": msg.finish_reason,
+                        "trailing_text": msg.trailing_text,
+                    }
+                )
             )
-        except ChatFmtError as exc:
-            typer.secho(f"error: {exc}", fg=typer.colors.RED, err=True)
-            raise typer.Exit(code=2) from None
+            return
+        sp = StreamParser(template, tools=tool_list, **opts)
+        for start in range(0, len(text), chunk_size):
+            for delta in sp.feed(text[start : start + chunk_size]):
+                typer.echo(_line(delta))
+        for delta in sp.finish(truncated=truncated):
+            typer.echo(_line(delta))
+        typer.echo(_line({"finish_reason": sp.finish_reason, "trailing_text": sp.trailing_text}))
