@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import TemplateError
 from ..template import Template
 from ..textfile import read_text
+from .packaged import packaged_for
 from .recognize import Recognition, recognize
 from .recognized import RecognizedTemplate
 from .template import SPECIAL_TOKEN_NAMES, JinjaTemplate, _token_text, source_hash
@@ -48,7 +49,14 @@ _RECOGNIZED: dict[str, RecognizedTemplate] = {}
 
 
 def from_source(src: JinjaSource) -> Template:
-    """The native template ``src`` is recognized as (with its Jinja backend beside it), or a Jinja-backed template."""
+    """The native template ``src`` is recognized as (with its Jinja backend beside it), or a Jinja-backed template.
+
+    A source that is exactly a shipped official file (:mod:`.packaged`) is that
+    packaged template, with the given special tokens.
+    """
+    packaged = packaged_for(src.source)
+    if packaged is not None:
+        return packaged.with_variables(src.variables)
     rec = recognize(src.source, src.variables)
     if rec.template is None:
         return jinja_template(src)

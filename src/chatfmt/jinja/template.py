@@ -102,6 +102,8 @@ class JinjaTemplate(Template):
     """
 
     default_options: ClassVar[Mapping[str, Any]] = {MERGE_SYSTEM: False}
+    #: Compile in the constructor (a source from a user); shipped templates compile on first use.
+    compile_eagerly: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -115,7 +117,8 @@ class JinjaTemplate(Template):
             raise TemplateError("a Jinja template source must be a non-empty string")
         self.jinja_source = source
         self.sha256 = source_hash(source)
-        self._compiled = env.compile_template(source)
+        if self.compile_eagerly:
+            self._compiled  # noqa: B018  (a syntax error is reported here, by the constructor)
         self.variables: dict[str, Any] = {
             k: plain(_token_text(v)) for k, v in (variables or {}).items()
         }
@@ -130,6 +133,10 @@ class JinjaTemplate(Template):
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled Jinja code does not pickle: a copy (e.g. in a worker process) compiles again.
         return (_rebuild, (self.jinja_source, self.name, self.variables, self.origin))
+
+    @cached_property
+    def _compiled(self) -> jinja2.Template:
+        return env.compile_template(self.jinja_source)
 
     # ------------------------------------------------------------------ metadata
     @cached_property

@@ -1,0 +1,126 @@
+"""Official Jinja templates shipped with chatfmt and registered under their models' names.
+
+Families that have no native template but do have an output parser are registered
+as a :class:`PackagedTemplate`: the model's own Jinja file (in
+``chatfmt/data/templates``, rendered by the sandboxed Jinja backend) together with
+the facts the file does not carry — its name, model ids, special tokens, stop
+words, sampling defaults and the names of its tool and reasoning parsers. So
+``chatfmt.parse(text, "moonshotai/Kimi-K2-Instruct")`` and ``chatfmt.render(...,
+"kimi-k2")`` work without a tokenizer config, and a Jinja source identical to a
+shipped file (loaded from a ``.jinja`` file, a ``tokenizer_config.json``, a GGUF…)
+is this template, parsers included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, ClassVar
+
+from ..config import GenerationConfig
+from ..errors import TemplateError
+from ..registry import REGISTRY
+from .recognize import fingerprint, official_source
+from .template import JinjaTemplate
+
+
+class PackagedTemplate(JinjaTemplate):
+    """A shipped official Jinja template with its model facts (see module doc).
+
+    ``file`` is a file name in ``chatfmt/data/templates``. ``variables`` are the
+    tokenizer-config values the template reads (``bos_token``, …). ``generation``
+    gives stop words and sampling defaults; without it they are probed from the
+    template, as for any Jinja source. The source is compiled on first use.
+    """
+
+    compile_eagerly: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        file: str,
+        *,
+        name: str,
+        model_ids: tuple[str, ...] = (),
+        aliases: tuple[str, ...] = (),
+        model_patterns: tuple[str, ...] = (),
+        tool_parser: str | None = None,
+        reasoning_parser: str | None = None,
+        generation: GenerationConfig | None = None,
+        variables: Mapping[str, Any] | None = None,
+        description: str = "",
+    ) -> None:
+        source = official_source(file)
+        if source is None:
+            raise TemplateError(f"no shipped template file {file!r} in chatfmt/data/templates")
+        super().__init__(source, name=name, variables=variables, origin=f"official Jinja: {file}")
+        self.packaged_file = file
+        self.model_ids = model_ids
+        self.aliases = aliases
+        self.model_patterns = model_patterns
+        self.tool_parser = tool_parser
+        self.reasoning_parser = reasoning_parser
+        self._generation = generation
+        if description:
+            self.description = description
+        self._init_args: dict[str, Any] = {
+            "name": name,
+            "model_ids": model_ids,
+            "aliases": aliases,
+            "model_patterns": model_patterns,
+            "tool_parser": tool_parser,
+            "reasoning_parser": reasoning_parser,
+            "generation": generation,
+            "variables": dict(variables or {}),
+            "description": description,
+        }
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.packaged_file, self._init_args))
+
+    @cached_property
+    def generation_config(self) -> GenerationConfig:  # type: ignore[override]
+        """The given generation config, else stop words probed from the template."""
+        if self._generation is not None:
+            return self._generation
+        return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
+
+    def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
+        """This template with other tokenizer-config ``variables`` (same name and parsers)."""
+        merged = {**self._init_args["variables"], **dict(variables)}
+        if merged == self._init_args["variables"]:
+            return self
+        key = (self.packaged_file, self.name, repr(sorted(merged.items())))
+        tpl = _VARIANTS.get(key)
+        if tpl is None:
+            tpl = _VARIANTS[key] = PackagedTemplate(
+                self.packaged_file, **{**self._init_args, "variables": merged}
+            )
+        return tpl
+
+
+_VARIANTS: dict[tuple[str, str, str], PackagedTemplate] = {}
+
+
+def _rebuild(file: str, args: dict[str, Any]) -> PackagedTemplate:
+    return PackagedTemplate(file, **args)
+
+
+def packaged_for(source: str) -> PackagedTemplate | None:
+    """The registered packaged template whose file is exactly ``source`` (as Jinja reads it)."""
+    return _index().get(fingerprint(source))
+
+
+_INDEX: dict[str, PackagedTemplate] = {}
+#: How many names the registry had when the index was built (rebuilt when it changes).
+_INDEXED_AT = [-1]
+
+
+def _index() -> dict[str, PackagedTemplate]:
+    size = len(REGISTRY.names())
+    if size != _INDEXED_AT[0]:
+        _INDEX.clear()
+        for tpl in REGISTRY:
+            if isinstance(tpl, PackagedTemplate):
+                _INDEX.setdefault(fingerprint(tpl.jinja_source), tpl)
+        _INDEXED_AT[0] = size
+    return _INDEX

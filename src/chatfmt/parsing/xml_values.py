@@ -1,0 +1,155 @@
+"""Typed values for formats that write each argument as text (XML-style parameters).
+
+Qwen3-Coder ``<parameter=k>v</parameter>``, MiniMax / DeepSeek DSML
+``<parameter name="k">v</parameter>`` and similar formats carry every argument as
+a string. The tool's JSON schema says what it is: :func:`typed_value` converts the
+text to the declared type (``integer``, ``number``, ``boolean``, ``null``,
+``object``, ``array``; also a list of types, ``anyOf``/``oneOf``, ``enum``), and keeps
+the string when no schema is given, the schema says ``string``, or the text does not
+convert. :class:`JsonMembers` streams the converted pairs as the call's JSON
+argument text: ``{"k": v`` then ``, "k": v`` per pair and ``}`` at the end — the
+same text however the input is cut.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Emitter
+from .json_stream import loads_or_none
+
+_TRUE = ("true", "True")
+_FALSE = ("false", "False")
+_NULL = ("null", "None")
+
+
+def parameter_schema(tools_schema: Any, key: str) -> Any:
+    """The schema of parameter ``key`` in a tool's parameters schema (``None`` if not given)."""
+    if isinstance(tools_schema, Mapping):
+        props = tools_schema.get("properties")
+        if isinstance(props, Mapping):
+            return props.get(key)
+    return None
+
+
+def _types(schema: Any) -> list[str]:
+    """The JSON types a parameter schema allows, in the order given."""
+    if not isinstance(schema, Mapping):
+        return []
+    found: list[str] = []
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        found.append(kind)
+    elif isinstance(kind, list):
+        found.extend(k for k in kind if isinstance(k, str))
+    for key in ("anyOf", "oneOf"):
+        for sub in schema.get(key) or ():
+            found.extend(_types(sub))
+    if not found and "enum" in schema:
+        found.extend(_json_type(v) for v in schema["enum"])
+    if not found and isinstance(schema.get("properties"), Mapping):
+        found.append("object")
+    return list(dict.fromkeys(found))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "array"
+
+
+def _convert(text: str, kind: str) -> tuple[bool, Any]:
+    """``(True, value)`` if ``text`` reads as JSON type ``kind``."""
+    stripped = text.strip()
+    if kind == "string":
+        return True, text
+    if kind == "integer":
+        try:
+            return True, int(stripped)
+        except ValueError:
+            ok, value = loads_or_none(stripped)
+            if ok and isinstance(value, float) and value.is_integer():
+                return True, int(value)
+            return False, None
+    if kind == "number":
+        try:
+            value = int(stripped)
+        except ValueError:
+            try:
+                value = float(stripped)
+            except ValueError:
+                return False, None
+            if not math.isfinite(value):  # JSON has no inf / nan
+                return False, None
+        return True, value
+    if kind == "boolean":
+        if stripped in _TRUE:
+            return True, True
+        if stripped in _FALSE:
+            return True, False
+        return False, None
+    if kind == "null":
+        return (True, None) if stripped in _NULL else (False, None)
+    if kind in ("object", "array"):
+        want = dict if kind == "object" else list
+        ok, value = loads_or_none(stripped)
+        if not ok:  # models sometimes write Python literals ({'a': 1}, [True])
+            try:
+                value = ast.literal_eval(stripped)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return False, None
+            try:
+                json.dumps(value)
+            except (TypeError, ValueError):
+                return False, None
+        return (True, value) if isinstance(value, want) else (False, None)
+    return False, None
+
+
+def typed_value(text: str, schema: Any) -> Any:
+    """``text`` converted to the type ``schema`` declares; the string itself when it does not.
+
+    With several allowed types the first that converts wins, ``string`` last (so
+    ``["integer", "string"]`` turns ``"7"`` into ``7`` and ``"seven"`` stays text).
+    """
+    kinds = _types(schema)
+    if not kinds:
+        return text
+    for kind in sorted(kinds, key=lambda k: k == "string"):
+        ok, value = _convert(text, kind)
+        if ok:
+            return value
+    return text
+
+
+class JsonMembers:
+    """Writes a call's arguments as JSON text, one member at a time (see module doc)."""
+
+    __slots__ = ("index", "out", "started")
+
+    def __init__(self, out: Emitter, index: int) -> None:
+        self.out = out
+        self.index = index
+        self.started = False
+
+    def member(self, key: str, value: Any) -> None:
+        """Emit ``"key": value`` (opening the object first)."""
+        piece = json.dumps(key, ensure_ascii=False) + ": " + json.dumps(value, ensure_ascii=False)
+        self.out.args(self.index, (", " if self.started else "{") + piece)
+        self.started = True
+
+    def close(self) -> None:
+        """Emit the closing ``}`` (``{}`` for a call without arguments)."""
+        self.out.args(self.index, "}" if self.started else "{}")
