@@ -347,6 +347,21 @@ def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatP
     return cls
 
 
+def register_reasoning_parser(
+    factory: Callable[..., FormatParser], *aliases: str
+) -> Callable[..., FormatParser]:
+    """Add a reasoning parser (a class taking ``(inner, out, budget, options)``) under its
+    ``name`` and aliases; a name taken by another parser is an error."""
+    for key in (getattr(factory, "name", ""), *aliases):
+        if not key:
+            raise ChatFmtError("a reasoning parser needs a name")
+        if REASONING_PARSERS.setdefault(key, factory) is not factory:
+            raise ChatFmtError(
+                f"reasoning parser name {key!r} is taken by {REASONING_PARSERS[key]!r}"
+            )
+    return factory
+
+
 def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:
     """Tool name → parameters schema; ``tools`` is a list of OpenAI tools (or tool names)."""
     if tools is None:
@@ -509,7 +524,11 @@ def _make_plan(
         tool_cls=tool_cls,
         reasoning=reasoning,
         markers=frozenset(family | set(words)),
-        prefilled=_prefilled(tpl, tpl_opts) if reasoning is not None else None,
+        prefilled=(
+            _prefilled(tpl, tpl_opts, getattr(reasoning, "open_marker", "<think>"))
+            if reasoning is not None
+            else None
+        ),
         end_markers=MarkerSet(words, words) if words else None,
         after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",
     )
@@ -695,8 +714,8 @@ def _marker_ids(
     return ids
 
 
-def _prefilled(tpl: Any, tpl_opts: Mapping[str, Any]) -> bool:
-    """Whether the template's generation prompt opens a reasoning block (``…<think>``)."""
+def _prefilled(tpl: Any, tpl_opts: Mapping[str, Any], opener: str = "<think>") -> bool:
+    """Whether the template's generation prompt opens a reasoning block (ends with ``opener``)."""
     if tpl is None:
         return False
     try:
@@ -706,7 +725,7 @@ def _prefilled(tpl: Any, tpl_opts: Mapping[str, Any]) -> bool:
     except ChatFmtError:  # a template that cannot render a bare question: assume no prefill
         return False
     tail = prompt.rstrip()
-    return tail.endswith("<think>")
+    return tail.endswith(opener)
 
 
 def parse(

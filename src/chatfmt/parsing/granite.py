@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import REASONING_PARSERS, WS, register_tool_parser
+from .base import WS, register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser
 from .markers import marker_set
 from .reasoning import ThinkParser
@@ -103,4 +103,4 @@ class GraniteThinkParser(ThinkParser):
         return True
 
 
-REASONING_PARSERS["granite"] = GraniteThinkParser
+register_reasoning_parser(GraniteThinkParser)

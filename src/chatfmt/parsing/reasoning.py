@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import REASONING_PARSERS, WS, Emitter, FormatParser
+from .base import WS, Emitter, FormatParser, register_reasoning_parser
 from .markers import marker_set
 from .special import SpecialTokens
 
@@ -25,12 +25,17 @@ class ThinkParser(FormatParser):
     """States: ``start`` (before any text), ``prefilled`` (a repeated ``<think>``?),
     ``reasoning``, ``after`` (strip whitespace), ``inner`` (the answer, to the tool parser).
 
-    Subclasses add answer wrappers: :attr:`openers` are the markers recognised at the
-    start (marker → state), :attr:`after_openers` those recognised right after the
-    reasoning block.
+    Other families' blocks are subclasses with other markers (:attr:`open_marker`,
+    :attr:`close_marker`, and :attr:`special_markers` / :attr:`openers` to match;
+    see :func:`think_parser`). Subclasses add answer wrappers: :attr:`openers` are the
+    markers recognised at the start (marker → state), :attr:`after_openers` those
+    recognised right after the reasoning block.
     """
 
     name = "think"
+    #: The markers that open and close the reasoning block.
+    open_marker: ClassVar[str] = _OPEN
+    close_marker: ClassVar[str] = _CLOSE
     special_markers: ClassVar[tuple[str, ...]] = (_OPEN, _CLOSE)
     openers: ClassVar[tuple[tuple[str, str], ...]] = ((_OPEN, "reasoning"),)
     after_openers: ClassVar[tuple[tuple[str, str], ...]] = ()
@@ -40,7 +45,7 @@ class ThinkParser(FormatParser):
     ) -> None:
         super().__init__(out, budget, options)
         self.inner = inner
-        self._close = marker_set((_CLOSE,), frozenset(self.special_markers))
+        self._close = marker_set((self.close_marker,), frozenset(self.special_markers))
         self.state = "prefilled" if options.get("thinking_prefilled") else "start"
         self._heads = self.openers  # the openers the ``start`` state looks for
         self._lead = True  # strip leading whitespace of the reasoning
@@ -70,12 +75,13 @@ class ThinkParser(FormatParser):
 
     def _s_prefilled(self) -> bool:
         """Output that starts inside the block: a leading ``<think>`` is the model repeating the prompt's."""
+        opener = self.open_marker
         rest = self.buf[self.pos :].lstrip(WS)
-        if not self.final and len(rest) < len(_OPEN) and _OPEN.startswith(rest):
+        if not self.final and len(rest) < len(opener) and opener.startswith(rest):
             return False  # nothing yet, or a part of "<think>"
         at = len(self.buf) - len(rest)
-        if rest.startswith(_OPEN) and self.real(_OPEN, at):
-            self.pos = at + len(_OPEN)
+        if rest.startswith(opener) and self.real(opener, at):
+            self.pos = at + len(opener)
         self.state = "reasoning"
         return True
 
@@ -145,6 +151,18 @@ class ThinkParser(FormatParser):
         self.inner.finish()
 
 
-REASONING_PARSERS["think"] = ThinkParser
-REASONING_PARSERS["deepseek_r1"] = ThinkParser
-REASONING_PARSERS["qwen3"] = ThinkParser
+def think_parser(name: str, open_marker: str, close_marker: str) -> type[ThinkParser]:
+    """A :class:`ThinkParser` for a block written ``open_marker … close_marker``."""
+    attrs = {
+        "name": name,
+        "open_marker": open_marker,
+        "close_marker": close_marker,
+        "special_markers": (open_marker, close_marker),
+        "openers": ((open_marker, "reasoning"),),
+        "__doc__": f"Reasoning in ``{open_marker}…{close_marker}`` before the answer.",
+        "__module__": __name__,
+    }
+    return type(f"ThinkParser_{name}", (ThinkParser,), attrs)
+
+
+register_reasoning_parser(ThinkParser, "deepseek_r1", "qwen3")
