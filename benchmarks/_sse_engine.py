@@ -1,7 +1,8 @@
 """A fake completions engine for the benchmarks: SSE streams on 127.0.0.1, run in its own process.
 
-``python benchmarks/_sse_engine.py PORT TOKENS`` serves ``/v1/models`` and a streaming
-``/v1/completions`` that sends TOKENS text events. The first event is the last ``req-N`` tag
+``python benchmarks/_sse_engine.py PORT TOKENS [INTERVAL_MS]`` serves ``/v1/models`` and a
+streaming ``/v1/completions`` that sends TOKENS text events, INTERVAL_MS apart (0: as fast as
+it can; a real engine sends one per decode step). The first event is the last ``req-N`` tag
 found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 TAG = re.compile(r"req-\d+")
 
 
-def serve(port: int, tokens: int) -> None:
+def serve(port: int, tokens: int, interval: float = 0.0) -> None:
     """Run the engine in this process (blocks)."""
     from aiohttp import web
 
@@ -35,7 +36,7 @@ def serve(port: int, tokens: int) -> None:
         for piece in pieces:
             event = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
             await resp.write(f"data: {json.dumps(event)}\n\n".encode())
-            await asyncio.sleep(0)
+            await asyncio.sleep(interval)
         done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
         await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
         return resp
@@ -62,13 +63,15 @@ def wait_port(port: int) -> None:
     raise RuntimeError(f"nothing listens on port {port}")
 
 
-def start(tokens: int) -> tuple[subprocess.Popen[bytes], str]:
+def start(tokens: int, interval_ms: float = 0.0) -> tuple[subprocess.Popen[bytes], str]:
     """The engine in a new process, and its base URL (``…/v1``) once it listens."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(Path(__file__)), str(port), str(tokens)])
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__)), str(port), str(tokens), str(interval_ms)]
+    )
     wait_port(port)
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))
+    serve(int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000 if sys.argv[3:] else 0.0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class ChatFmtError(Exception):
@@ -25,6 +26,13 @@ class ValidationError(ChatFmtError, ValueError):
             prefix = f"{prefix}.{field}" if prefix else field
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
+    def __reduce__(self) -> Any:  # pickles with its index and field (e.g. from worker processes)
+        return (_restore, (type(self), (self.reason,), {"index": self.index, "field": self.field}))
+
+
+def _restore(cls: type[Exception], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Exception:
+    return cls(*args, **kwargs)
+
 
 class RoleOrderError(ValidationError):
     """A role order that the chosen template (the model's format) does not accept."""
@@ -41,6 +49,9 @@ class TemplateNotFoundError(ChatFmtError, LookupError):
     or a template-file suffix such as ``.jinja``/``.toml``) is reported as a missing file,
     or as a file that holds no chat template, rather than as an unknown name.
     """
+
+    def __reduce__(self) -> Any:
+        return (_restore, (type(self), (self.query, self.suggestions), {}))
 
     def __init__(self, query: str, suggestions: Sequence[str] = ()) -> None:
         self.query = query
@@ -107,7 +118,11 @@ class TemplateRenderError(TemplateError):
 
     def __init__(self, message: str, *, index: int | None = None) -> None:
         self.index = index
+        self.reason = message
         super().__init__(f"messages[{index}]: {message}" if index is not None else message)
+
+    def __reduce__(self) -> Any:
+        return (_restore, (type(self), (self.reason,), {"index": self.index}))
 
 
 class TokenizationError(ChatFmtError):

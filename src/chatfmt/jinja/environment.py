@@ -305,12 +305,37 @@ def variables_read(source: str) -> frozenset[str]:
     return frozenset(jinja2.meta.find_undeclared_variables(ast))
 
 
+#: Characters of output a render may produce (``None``: no limit). Set by processes that
+#: render untrusted templates (:mod:`chatfmt.jinja.untrusted`).
+output_limit: int | None = None
+
+
 def run(template: jinja2.Template, state: RenderState, variables: Mapping[str, Any]) -> str:
     """Render with ``state`` active; returns the output or raises the template's own error."""
+    limit = output_limit
+    size = 0
     with render_state(state):
         for block in template.generate(**variables):
             state.rendered.append(block)
+            if limit is not None:
+                size += len(block)
+                if size > limit:
+                    raise OutputLimitError(limit)
         return "".join(state.rendered)
+
+
+class OutputLimitError(TemplateRenderError):
+    """A render produced more output than :data:`output_limit` allows."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"the template's output is over the limit of {limit:,} characters "
+            "for templates from requests"
+        )
+
+    def __reduce__(self) -> Any:
+        return (OutputLimitError, (self.limit,))
 
 
 def render_error(exc: BaseException, messages: tuple[Any, ...]) -> TemplateRenderError:

@@ -1,0 +1,1 @@
+"""Drop-in replacements for other libraries' chat-template entry points."""
