@@ -16,7 +16,6 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
-from _fake_server import FakeCompletionsServer, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
 from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
@@ -53,26 +52,6 @@ WEATHER_TOOL = {
 }
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-
-
-@contextmanager
-def gateway(app: Any) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free port of 127.0.0.1 in a thread; always stopped."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 def closed_port() -> int:

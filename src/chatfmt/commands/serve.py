@@ -50,18 +50,33 @@ def _specs(
     return [spec], Limits()
 
 
-def build_app(specs: list[Any], limits: Any, api_key: str | None) -> Any:
-    """The Starlette application for ``specs`` (backends, templates and tokenizers loaded)."""
+def build_app(
+    specs: list[Any],
+    limits: Any,
+    api_key: str | None,
+    trust_templates: bool = False,
+    playground_tokenizer: str | None = None,
+) -> Any:
+    """The Starlette application for ``specs`` (backends, templates and tokenizers loaded),
+    with the playground at ``/``."""
     from ..gateway import create_app
     from ..gateway.config import build_model
+    from ..gateway.playground import Playground
+    from ..tokens import load_tokenizer
 
     async def build_all() -> list[Any]:
         return [await build_model(spec) for spec in specs]
 
     # In a thread of its own: a worker process builds its app inside uvicorn's running loop.
     with ThreadPoolExecutor(max_workers=1) as thread:
-        entries = thread.submit(asyncio.run, build_all()).result()
-    return create_app({e.name: e for e in entries}, api_key=api_key, limits=limits)
+        entries = thread.submit(asyncio.run, build_all()).result() if specs else []
+    tokenizer = load_tokenizer(playground_tokenizer) if playground_tokenizer else None
+    if tokenizer is None and len(entries) == 1:
+        tokenizer = entries[0].active_tokenizer
+    playground = Playground(trust_request_templates=trust_templates, tokenizer=tokenizer)
+    return create_app(
+        {e.name: e for e in entries}, api_key=api_key, limits=limits, playground=playground
+    )
 
 
 def worker_app() -> Any:
@@ -71,7 +86,9 @@ def worker_app() -> Any:
 
     data = json.loads(os.environ[_WORKER_CONFIG])
     specs = [ModelSpec(**s) for s in data["models"]]
-    return build_app(specs, Limits(**data["limits"]), data["api_key"])
+    return build_app(
+        specs, Limits(**data["limits"]), data["api_key"], data["trust_templates"], data["tokenizer"]
+    )
 
 
 def serve_cmd(
@@ -129,8 +146,16 @@ def serve_cmd(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
+    trust_request_chat_template: Annotated[
+        bool,
+        typer.Option(
+            "--trust-request-chat-template",
+            help="Accept chat templates sent with requests (run sandboxed, with limits).",
+        ),
+    ] = False,
 ) -> None:
-    """Serve an OpenAI-compatible chat API (/v1/chat/completions) over a completions backend."""
+    """Serve an OpenAI-compatible chat API (/v1/chat/completions) over a completions backend,
+    and the playground page at /."""
     try:
         import uvicorn
     except ImportError:
@@ -152,10 +177,12 @@ def serve_cmd(
             backend_api_key,
             model_path,
         )
-        app = build_app(specs, limits, api_key)  # with --workers: checks the configuration
+        # with --workers: checks the configuration
+        app = build_app(specs, limits, api_key, trust_request_chat_template)
         typer.secho(
             f"chatfmt serve: {', '.join(app.state.model_names)} on http://{host}:{port}/v1"
-            + (" (API key required)" if api_key else ""),
+            + (" (API key required)" if api_key else "")
+            + f"; playground on http://{host}:{port}/",
             err=True,
         )
         if workers > 1:
@@ -164,6 +191,8 @@ def serve_cmd(
                     "models": [asdict(s) for s in specs],
                     "limits": asdict(limits),
                     "api_key": api_key,
+                    "trust_templates": trust_request_chat_template,
+                    "tokenizer": None,
                 }
             )
             uvicorn.run(
@@ -180,5 +209,48 @@ def serve_cmd(
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
+def playground_cmd(
+    tokenizer: Annotated[
+        str | None,
+        typer.Option("--tokenizer", help="Tokenizer path: show token ids and decoded pieces."),
+    ] = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    trust_request_chat_template: Annotated[
+        bool,
+        typer.Option(
+            "--trust-request-chat-template",
+            help="Accept pasted/uploaded Jinja templates (run sandboxed, with limits).",
+        ),
+    ] = False,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="Open the page in a browser.")
+    ] = True,
+    log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "warning",
+) -> None:
+    """Open the playground without a model: see what any template does to a conversation."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise fail(
+            "chatfmt playground needs the serve extra: pip install 'chatfmt[serve]'"
+        ) from None
+    from ..gateway.models import Limits
+
+    try:
+        app = build_app([], Limits(), None, trust_request_chat_template, tokenizer)
+    except ChatFmtError as exc:
+        raise fail(str(exc)) from None
+    url = f"http://{host}:{port}/"
+    typer.secho(f"chatfmt playground on {url}", err=True)
+    if open_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(1.0, webbrowser.open, args=(url,)).start()
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
 def register(app: typer.Typer) -> None:
     app.command("serve")(serve_cmd)
+    app.command("playground")(playground_cmd)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import mimetypes
 import secrets
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -28,6 +30,18 @@ from .chat import (
 )
 from .errors import APIError
 from .models import Limits, ModelEntry
+from .playground import (
+    ParseBody,
+    Playground,
+    PlaygroundRenderBody,
+    page,
+    parse_output,
+    segments_view,
+    static_file,
+    template_list,
+    tokens_view,
+)
+from .playground import render as playground_render
 from .schema import ChatBody, RenderBody, parse_body, unsupported
 
 log = logging.getLogger("chatfmt.gateway")
@@ -72,6 +86,19 @@ class EventStream(StreamingResponse):
                 await self._close()  # the backend stream, even if no event was ever sent
 
 
+def _names_model(raw: bytes) -> bool:
+    """Whether a render body asks for a served model (else: a template, for the playground)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return True  # let the model path report the invalid JSON
+    return (
+        not isinstance(data, dict)
+        or "model" in data
+        or ("template" not in data and ("chat_template" not in data))
+    )
+
+
 def error_response(error: APIError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status)
 
@@ -80,13 +107,16 @@ def create_app(
     models: Mapping[str, ModelEntry],
     api_key: str | None = None,
     limits: Limits | None = None,
+    playground: Playground | None = None,
 ) -> Starlette:
     """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`).
 
     With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>``.
-    The backends are closed when the application shuts down.
+    With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
+    endpoints it calls are served too; then ``models`` may be empty. The backends (and the
+    playground's sandbox) are closed when the application shuts down.
     """
-    if not models:
+    if not models and playground is None:
         raise ChatFmtError("the gateway needs at least one model")
     for name, entry in models.items():
         if entry.name != name:
@@ -159,7 +189,11 @@ def create_app(
         return EventStream(events, close)
 
     async def render(request: Request) -> Response:
-        body = parse_body(RenderBody, await read_body(request))
+        raw = await read_body(request)
+        if playground is not None and not _names_model(raw):
+            body_p = parse_body(PlaygroundRenderBody, raw)
+            return JSONResponse(await playground_render(playground, body_p))
+        body = parse_body(RenderBody, raw)
         entry = entry_for(body.model)
         prepared = prepare(entry, body, limits)
         out: dict[str, Any] = {
@@ -167,6 +201,15 @@ def create_app(
             "prompt": prepared.prompt + prepared.prefill,
             "prefill": prepared.prefill,
         }
+        if playground is not None:  # the page's view: segments (and tokens) of the prompt
+            segments = entry.template.segments(
+                prepared.history,
+                add_generation_prompt=body.add_generation_prompt,
+                **prepared.options,
+            )
+            out["segments"] = segments_view(segments)
+            if entry.active_tokenizer is not None:
+                out["tokens"] = tokens_view(segments, entry.active_tokenizer)
         if prepared.prompt_ids is not None:
             enc = encoding_of(prepared, add_generation_prompt=body.add_generation_prompt)
             extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained
@@ -174,6 +217,37 @@ def create_app(
             out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * extra
             out["trained"] = [lab != -100 for lab in enc.labels] + [False] * extra
         return JSONResponse(out)
+
+    async def parse(request: Request) -> Response:
+        assert playground is not None
+        body = parse_body(ParseBody, await read_body(request))
+        model_template = entry_for(body.model).template if body.model else None
+        return JSONResponse(await parse_output(playground, body, model_template))
+
+    async def templates(_request: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": template_list(),
+                "trust_request_chat_template": bool(
+                    playground and playground.trust_request_templates
+                ),
+                "tokenizer": bool(playground and playground.tokenizer is not None),
+                "models": list(models),
+            }
+        )
+
+    async def index(_request: Request) -> Response:
+        return Response(page(), media_type="text/html; charset=utf-8")
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        try:
+            data = static_file(name)
+        except KeyError:
+            raise HTTPException(404, f"no playground file {name!r}") from None
+        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+        return Response(data, media_type=kind)
 
     async def list_models(_request: Request) -> Response:
         data = [
@@ -200,6 +274,8 @@ def create_app(
     async def close_backends() -> None:
         for entry in models.values():
             await entry.backend.aclose()
+        if playground is not None:
+            playground.close()
 
     @asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -208,13 +284,21 @@ def create_app(
         finally:
             await close_backends()
 
+    routes = [
+        Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
+        Route("/v1/render", guarded(render), methods=["POST"]),
+        Route("/v1/models", guarded(list_models), methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+    ]
+    if playground is not None:
+        routes += [
+            Route("/", index, methods=["GET"]),
+            Route("/playground/{name}", asset, methods=["GET"]),
+            Route("/v1/templates", guarded(templates), methods=["GET"]),
+            Route("/v1/parse", guarded(parse), methods=["POST"]),
+        ]
     app = Starlette(
-        routes=[
-            Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
-            Route("/v1/render", guarded(render), methods=["POST"]),
-            Route("/v1/models", guarded(list_models), methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
-        ],
+        routes=routes,
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )

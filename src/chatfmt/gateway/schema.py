@@ -96,7 +96,7 @@ def unsupported(body: ChatBody) -> APIError | None:
     return None
 
 
-def parse_body(model: type[RenderBody], raw: bytes) -> Any:
+def parse_body(model: type[_Body], raw: bytes) -> Any:
     """The validated body, or a 400 :class:`APIError` naming the first bad field."""
     try:
         return model.model_validate_json(raw)

@@ -81,6 +81,35 @@ def _render_task(
     return text
 
 
+def _parse_task(
+    source: str,
+    variables: Mapping[str, Any],
+    output: str,
+    tools: Any,
+    options: Mapping[str, Any],
+    truncated: bool,
+    parser: str | None,
+    max_output: int,
+) -> Any:
+    """Parse ``output`` with the parser of a template source (deriving one renders probes)."""
+    from ..parsing import parse
+    from .template import JinjaTemplate
+
+    del max_output  # parsing writes no template output
+    tpl = JinjaTemplate(source, variables=variables, origin="template from a request")
+    kwargs = {"parser": parser} if parser else {}
+    return message_view(parse(output, tpl, tools=tools, truncated=truncated, **kwargs, **options))
+
+
+def message_view(msg: Any) -> dict[str, Any]:
+    """A parsed message as plain data: the message, its finish reason and trailing text."""
+    return {
+        "message": dict(msg),
+        "finish_reason": msg.finish_reason,
+        "trailing_text": msg.trailing_text,
+    }
+
+
 def _check_size(size: int, limit: int) -> None:
     if size > limit:
         raise TemplateRenderError(
@@ -90,7 +119,11 @@ def _check_size(size: int, limit: int) -> None:
 
 
 #: What a worker may be asked to do (name → function of keyword arguments + ``max_output``).
-TASKS: dict[str, Callable[..., Any]] = {"segments": _segments_task, "render": _render_task}
+TASKS: dict[str, Callable[..., Any]] = {
+    "segments": _segments_task,
+    "render": _render_task,
+    "parse": _parse_task,
+}
 
 
 def _worker(conn: multiprocessing.connection.Connection, limits: SandboxLimits) -> None:
@@ -205,7 +238,7 @@ class TemplateSandbox:
                     worker.start()
 
     def run(self, task: str, **kwargs: Any) -> Any:
-        """Run a task (``"segments"``, ``"render"``) in a worker; raises the task's error."""
+        """Run a task (``"segments"``, ``"render"``, ``"parse"``) in a worker; raises its error."""
         if task not in TASKS:
             raise ChatFmtError(f"unknown sandbox task {task!r} (known: {', '.join(TASKS)})")
         with self._free:

@@ -280,6 +280,28 @@ def encode_batch(
     return out
 
 
+def encode_segments(
+    segments: Sequence[Segment],
+    tokenizer: Any,
+    *,
+    train_on: TrainOn | str = "all_assistant",
+    add_bos: bool | None = False,
+) -> Encoding:
+    """Tokenize segments rendered elsewhere (e.g. by an untrusted template in a sandbox).
+
+    The same encoding as :func:`encode` (control ids only from CONTROL segments, labels from
+    ``trained``) without rendering and without the template/tokenizer check.
+    """
+    if train_on not in TRAIN_ON:
+        raise TokenizationError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
+    tok = load_tokenizer(tokenizer)
+    texts: list[str] = []
+    firsts: list[bool] = []
+    plan = _plan(list(segments), tok, add_bos=add_bos, checker=None, texts=texts, firsts=firsts)
+    encoded = tok.encode_runs(texts, firsts) if texts else []
+    return _assemble(plan, encoded, tok, train_on, None, "error", False)
+
+
 # ---------------------------------------------------------------------- internals
 @dataclass
 class _Plan:
