@@ -94,6 +94,17 @@ def tokenize_cmd(
         typer.Option("--overwrite", help="Replace the output folder of a previous tokenize run."),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report",
+            help="Also write a self-contained HTML report (length histogram, rows not written "
+            "by reason, first samples coloured by mask).",
+        ),
+    ] = None,
+    report_samples: Annotated[
+        int, typer.Option("--report-samples", min=0, help="Samples drawn in the report.")
+    ] = 10,
 ) -> None:
     """Tokenize a chat dataset (OpenAI messages or ShareGPT) into input_ids/labels/attention_mask Parquet.
 
@@ -143,6 +154,14 @@ def tokenize_cmd(
     except ChatFmtError as exc:
         raise _fail(str(exc)) from None
     typer.echo(json.dumps(summary.to_dict(), indent=2) if as_json else summary.report())
+    if report is not None:
+        from ..data_pipeline.report import write_report
+
+        try:
+            write_report(summary, output, tokenizer, report, n_samples=report_samples)
+        except (ChatFmtError, OSError) as exc:
+            raise _fail(f"cannot write the report {report}: {exc}") from None
+        typer.secho(f"report: {report}", err=True)
     if not summary.samples_out:
         why = (
             f"all {summary.samples_in} rows were rejected (see {summary.errors_file})"

@@ -91,12 +91,13 @@ def _parse_task(
     parser: str | None,
     max_output: int,
 ) -> Any:
-    """Parse ``output`` with the parser of a template source (deriving one renders probes)."""
+    """Parse ``output`` with the parser of a template source: a recognized or shipped template's
+    own parser, else one derived from the source (recognition and derivation render probes)."""
     from ..parsing import parse
-    from .template import JinjaTemplate
+    from .loaders import JinjaSource, from_source
 
     del max_output  # parsing writes no template output
-    tpl = JinjaTemplate(source, variables=variables, origin="template from a request")
+    tpl = from_source(JinjaSource(source, dict(variables), "template from a request"))
     kwargs = {"parser": parser} if parser else {}
     return message_view(parse(output, tpl, tools=tools, truncated=truncated, **kwargs, **options))
 

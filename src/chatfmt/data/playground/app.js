@@ -78,19 +78,32 @@ function buildOptions() {
   if (!tpl) return;
   for (const [name, value] of Object.entries(tpl.options)) {
     const label = document.createElement("label");
-    const input = document.createElement("input");
+    const multiline = typeof value === "string" && value.includes("\n");
+    const input = document.createElement(multiline ? "textarea" : "input");
     input.dataset.option = name;
+    input.dataset.default = JSON.stringify(value);
     if (typeof value === "boolean") { input.type = "checkbox"; input.checked = value; label.append(input, " " + name); }
-    else { input.type = "text"; input.value = value === null ? "" : String(value); input.dataset.kind = typeof value; label.append(name + " ", input); }
+    else {
+      if (!multiline) input.type = "text";
+      input.value = value === null ? "" : String(value);
+      input.dataset.kind = typeof value;
+      label.append(name + " ", input);
+    }
     box.append(label);
   }
 }
 
+function optionInputs() { return $("options").querySelectorAll("[data-option]"); }
+
 function options() {
+  // Only the options the user changed: the template's defaults are its own business.
   const out = {};
-  for (const input of $("options").querySelectorAll("input[data-option]")) {
-    if (input.type === "checkbox") out[input.dataset.option] = input.checked;
-    else if (input.value !== "") out[input.dataset.option] = input.dataset.kind === "number" ? Number(input.value) : input.value;
+  for (const input of optionInputs()) {
+    let value;
+    if (input.type === "checkbox") value = input.checked;
+    else if (input.value === "") value = null;
+    else value = input.dataset.kind === "number" ? Number(input.value) : input.value;
+    if (JSON.stringify(value) !== input.dataset.default) out[input.dataset.option] = value;
   }
   return out;
 }
@@ -253,7 +266,7 @@ function loadState() {
     $("opt-add-generation-prompt").checked = s.agp !== false;
     $("output").value = s.output || "";
     switchMode();
-    for (const input of $("options").querySelectorAll("input[data-option]")) {
+    for (const input of optionInputs()) {
       const v = (s.options || {})[input.dataset.option];
       if (v === undefined) continue;
       if (input.type === "checkbox") input.checked = Boolean(v); else input.value = String(v);
