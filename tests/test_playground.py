@@ -180,3 +180,11 @@ def test_parse_with_a_request_template_runs_in_the_sandbox(trusted: str, untrust
     assert status == 200
     assert body["message"]["content"] == "Hello!" and body["trailing_text"] == "extra"
     assert call(untrusted, "/v1/parse", {"chat_template": source, "output": output})[0] == 403
+
+
+def test_chat_completions_refuse_a_request_template_instead_of_ignoring_it() -> None:
+    from chatfmt.gateway.schema import ChatBody, unsupported
+
+    body = ChatBody.model_validate({"model": "m", "messages": MESSAGES, "chat_template": JINJA})
+    error = unsupported(body)
+    assert error is not None and error.param == "chat_template" and error.status == 400

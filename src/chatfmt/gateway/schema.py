@@ -68,6 +68,7 @@ class ChatBody(RenderBody):
     response_format: dict[str, Any] | None = None
     functions: list[Any] | None = None
     function_call: Any = None
+    chat_template: str | None = None
 
 
 def unsupported(body: ChatBody) -> APIError | None:
@@ -83,6 +84,14 @@ def unsupported(body: ChatBody) -> APIError | None:
             400,
             "response_format other than text is not supported",
             param="response_format",
+            code="unsupported_value",
+        )
+    if body.chat_template is not None:
+        return APIError(
+            400,
+            "chat completions use the model's own template; a chat_template from the request "
+            "is accepted by /v1/render and /v1/parse (with --trust-request-chat-template)",
+            param="chat_template",
             code="unsupported_value",
         )
     if body.functions is not None or body.function_call is not None:
