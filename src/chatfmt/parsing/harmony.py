@@ -124,7 +124,7 @@ class HarmonyParser(FormatParser):
             self.pos = p
             self._enter_header(role_given=False)
             return True
-        if "to=".startswith(buf[p:]) and not self.final:
+        if n - p < 3 and "to=".startswith(buf[p:]) and not self.final:
             return False
         # no header: the model writes its answer directly
         self._reasoning = False
@@ -140,15 +140,15 @@ class HarmonyParser(FormatParser):
         end, marker, resume = self._markers(MESSAGE, *_BODY_END).split(
             self.buf, self.pos, self.real
         )
+        if end - self.pos > MAX_HEADER:  # not a header: its text is content
+            self.out.content(self._header_text(self.buf[self.pos : end]))
+            self.pos = end
+            self._reasoning = False
+            self.state = State.TEXT
+            return True
         if marker is None:
-            if len(self.buf) - self.pos <= MAX_HEADER and not self.final:
+            if not self.final:
                 return False
-            if len(self.buf) - self.pos > MAX_HEADER:  # not a header: its text is content
-                self.out.content(self._header_text(self.buf[self.pos : end]))
-                self.pos = end
-                self._reasoning = False
-                self.state = State.TEXT
-                return True
             # the stream ended inside a header
             header = self.buf[self.pos :]
             self.pos = len(self.buf)
