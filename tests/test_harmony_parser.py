@@ -236,6 +236,22 @@ OWN_CASES: list[tuple[str, str, str | None, str | None, list[tuple[str, str, str
         [],
     ),
     (
+        "end_marker_inside_a_json_string_is_text",
+        '<|channel|>commentary to=functions.f json<|message|>{"a": "x<|end|>y"}<|end|>'
+        "<|start|>assistant<|channel|>final<|message|>ok",
+        "ok",
+        None,
+        [("f", '{"a": "x<|end|>y"}', None)],
+    ),
+    (
+        "broken_json_ends_at_the_next_marker",
+        '<|channel|>commentary to=functions.f json<|message|>{"a": 1<|end|>'
+        "<|start|>assistant<|channel|>final<|message|>ok",
+        "ok",
+        None,
+        [("f", '{"a": 1', "arguments are not valid JSON")],
+    ),
+    (
         "json_text_with_markers_inside_a_string",
         '<|channel|>commentary to=functions.f json<|message|>{"a": "<|channel|>x"}',
         None,

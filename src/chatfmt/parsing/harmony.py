@@ -232,19 +232,36 @@ class HarmonyParser(FormatParser):
         return True
 
     def _s_args(self) -> bool:
+        """Arguments: a JSON value (markers inside its strings are text), then up to the
+        message end; text that is not JSON runs to the next marker that ends a message."""
+        if self._lead and not self.skip_ws():
+            if self.final:
+                self._close_body(None)
+                return True
+            return False
+        scanner = self._scanner
+        assert scanner is not None
+        if not (scanner.done or scanner.failed):
+            stop = scanner.feed(self.buf, self.pos)
+            if not scanner.failed:
+                self._args(self.buf[self.pos : stop])
+                self.pos = stop
+                if not scanner.done:
+                    if self.final:
+                        self._close_body(None)
+                        return True
+                    return False
         text, marker = self._body()
-        if self._lead:
-            stripped = text.lstrip(" \t\r\n")
-            self._lead = not stripped
-            text = stripped
-        if text:
-            self.out.args(self._index, text)
-            assert self._scanner is not None
-            self._scanner.feed(text)
+        self._args(text)
         if marker is None and not self.final:
             return False
         self._close_body(marker)
         return True
+
+    def _args(self, text: str) -> None:
+        if text:
+            self._lead = False
+            self.out.args(self._index, text)
 
     def _close_body(self, marker: str | None) -> None:
         """End the current message (``marker`` None: the stream ended inside it)."""
