@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from _streaming import assert_stream_equals_whole, call_ids
 from chatfmt.parsing import StreamParser, merge_deltas, parse
@@ -384,3 +386,41 @@ def test_lookalike_markers_in_text_are_text_with_token_ids() -> None:
     assert msg["reasoning_content"] == "quote <|end|> and <|return|>"
     assert msg["content"] == "ok"
     assert sp.finish_reason == "stop"
+
+
+# ------------------------------------------------------------------ generated outputs
+_PIECES = st.sampled_from(
+    [
+        "<|start|>assistant",
+        "<|channel|>analysis",
+        "<|channel|>final",
+        "<|channel|>commentary",
+        " to=functions.f",
+        " to=python",
+        " to=browser.search",
+        " json",
+        "<|constrain|>json",
+        "<|message|>",
+        "<|end|>",
+        "<|call|>",
+        "<|return|>",
+        '{"a": "<|end|>"}',
+        '{"a": 1',
+        "}",
+        "text ",
+        "\n",
+        "  ",
+        "to=",
+        "<|",
+        "<|chan",
+    ]
+)
+
+
+@pytest.mark.parametrize("name", ["harmony", "gpt-oss"])
+@given(text=st.lists(_PIECES, max_size=10).map("".join))
+def test_generated_outputs_stream_like_the_whole(name: str, text: str) -> None:
+    """Any mix of Harmony markup and text, with the bare parser and with the template's
+    end-of-turn layer: the stream equals the whole parse, nothing raises."""
+    msg = assert_stream_equals_whole(text, name)
+    assert set(msg) <= {"role", "content", "reasoning_content", "tool_calls"}

@@ -120,7 +120,7 @@ class HarmonyParser(FormatParser):
             self.pos = p
             self._enter_header(role_given=False)
             return True
-        if buf.startswith("to=", p) and buf[pos:p].strip(" \t") == "":
+        if buf.startswith("to=", p):  # a recipient first: `` to=functions.f<|channel|>…``
             self.pos = p
             self._enter_header(role_given=False)
             return True
