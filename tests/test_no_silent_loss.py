@@ -193,7 +193,42 @@ EARLIER_REASONING_DROPPED = frozenset(
     }
 )
 
+
+def _later_final_reply(case: Case, index: int | None) -> bool:
+    """A tool-call message followed by an assistant reply without calls (Harmony drops its
+    analysis then)."""
+    if index is None or not case.messages[index].get("tool_calls"):
+        return False
+    return any(
+        m["role"] == "assistant" and not m.get("tool_calls") for m in case.messages[index + 1 :]
+    )
+
+
+def _harmony_reasoning_dropped(case: Case, index: int | None) -> bool:
+    """gpt-oss keeps reasoning only for a tool call not yet answered by a final reply and for a
+    final reply that ends a conversation rendered without a generation prompt (training)."""
+    if index is None:
+        return False
+    if case.messages[index].get("tool_calls"):
+        return _later_final_reply(case, index)
+    return index != len(case.messages) - 1 or case.add_generation_prompt
+
+
 EXEMPTIONS: tuple[Exemption, ...] = (
+    Exemption(
+        named(frozenset({"gpt-oss"})),
+        "reasoning_content",
+        _harmony_reasoning_dropped,
+        "Harmony (gpt-oss) drops the analysis (reasoning) of earlier replies; it renders it "
+        "only for a pending tool call and for a final reply rendered for training",
+    ),
+    Exemption(
+        named(frozenset({"gpt-oss"})),
+        "content",
+        _later_final_reply,
+        "Harmony (gpt-oss) writes the text of a tool-call message as the call's analysis "
+        "(chain of thought) and drops it, like all analysis, once a final reply follows",
+    ),
     Exemption(
         named(EARLIER_REASONING_DROPPED),
         "reasoning_content",

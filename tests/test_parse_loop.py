@@ -107,6 +107,12 @@ NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
     for opts in variants
 }
 
+#: Templates whose official format writes the text of a tool-call message as reasoning, with the
+#: reason: parsing gives it back as ``reasoning_content``.
+TEXT_WITH_CALLS_AS_REASONING = {
+    "gpt-oss": "Harmony writes the text next to a tool call on the analysis channel",
+}
+
 #: Templates with a tool parser whose official format renders no assistant tool calls (chatfmt
 #: refuses them), so there is no rendered turn to parse back; their parsers are tested on model
 #: output in tests/test_parsing_families.py.
@@ -218,7 +224,9 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                     reasoning = None
                 if thought:
                     reasoning = thought
-                expected = _normalized({**turn, "reasoning_content": reasoning})
+                if content and turn.get("tool_calls") and tpl.name in TEXT_WITH_CALLS_AS_REASONING:
+                    content, reasoning = None, content
+                expected = _normalized({**turn, "content": content, "reasoning_content": reasoning})
                 cases.append(Case(tpl.name, kind, opts, out, with_stop, without_stop, expected))
     return cases, not_continuations
 

@@ -19,6 +19,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "deepseek",
     "gemma",
     "glm",
+    "gpt_oss",
     "granite",
     "hermes",
     "internlm",
