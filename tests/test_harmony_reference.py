@@ -6,15 +6,18 @@ and by chatfmt's ``gpt-oss`` template gives the same text. Parsing: model output
 channels, recipients and texts.
 
 openai-harmony loads the ``o200k_base`` vocabulary, which it downloads unless it finds
-``o200k_base.tiktoken`` in ``$TIKTOKEN_ENCODINGS_BASE``; without network access the tests look
-there and in ``../shared/tokenizers/`` and are skipped when the file is absent.
+``o200k_base.tiktoken`` in ``$TIKTOKEN_ENCODINGS_BASE``: the tests ship it (gzipped, in
+``tests/data``) and point the variable at an unpacked copy.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,25 +27,29 @@ from hypothesis import strategies as st
 import chatfmt
 from chatfmt.parsing import parse
 
-from _support import SHARED
-
 oh = pytest.importorskip("openai_harmony", reason="openai-harmony is not installed")
 
 VOCAB = "o200k_base.tiktoken"
 
 
+#: OpenAI's o200k_base vocabulary (sha256 446a9538…1a2d, the file openai-harmony downloads),
+#: shipped gzipped with the tests so that they run without network access.
+VOCAB_GZ = Path(__file__).parent / "data" / (VOCAB + ".gz")
+
+
 @pytest.fixture(scope="module")
-def encoding() -> Any:
-    base = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
-    if not (base and os.path.isfile(os.path.join(base, VOCAB))):
-        local = SHARED / "tokenizers"
-        if not (local / VOCAB).is_file():
-            pytest.skip(
-                f"openai-harmony needs {VOCAB} (it downloads it otherwise): "
-                "set TIKTOKEN_ENCODINGS_BASE to its folder or put it in ../shared/tokenizers"
-            )
-        os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(local)
-    return oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+def encoding(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    base = tmp_path_factory.mktemp("tiktoken")
+    (base / VOCAB).write_bytes(gzip.decompress(VOCAB_GZ.read_bytes()))
+    old = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+    os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(base)
+    try:
+        yield oh.load_harmony_encoding(oh.HarmonyEncodingName.HARMONY_GPT_OSS)
+    finally:
+        if old is None:
+            del os.environ["TIKTOKEN_ENCODINGS_BASE"]
+        else:
+            os.environ["TIKTOKEN_ENCODINGS_BASE"] = old
 
 
 # Plain text without Harmony special-token look-alikes (the reference tokenizer would read them
