@@ -163,16 +163,28 @@ def _normalized(msg: dict[str, Any]) -> tuple[Any, ...]:
 _AFTER_PREFILL = (
     ("<think>\n</think>", "\n\n", ""),  # thinking off: an empty block
     ("<think>\n", "I should answer.\n</think>\n\n", "I should answer."),
+    # Apriel 1.6: the prompt opens the reasoning, which ends at [BEGIN FINAL RESPONSE]
+    (
+        "Here are my reasoning steps:\n",
+        "I should answer.\n[BEGIN FINAL RESPONSE]\n",
+        "I should answer.",
+    ),
 )
 
 
-def _after_think_prefill(prompt: str, full: str) -> tuple[str, str] | None:
-    """(model output, its reasoning) where the prompt prefills ``<think>`` and the rendered turn
-    drops it (DeepSeek-R1 distills, QwQ): the model's reasoning, ``</think>``, then the turn."""
+def _after_think_prefill(
+    prompt: str, full: str, reasoning: str | None = None
+) -> tuple[str, str | None] | None:
+    """(model output, its reasoning) where the prompt prefills a reasoning block and the rendered
+    turn drops the opener (DeepSeek-R1 distills, QwQ, Apriel 1.6): the model's reasoning, the
+    closer, then the turn — or the turn alone when it starts with its own ``reasoning``."""
     for prefill, writes, thought in _AFTER_PREFILL:
         base = prompt.removesuffix(prefill)
         if base != prompt and full.startswith(base):
-            return writes + full[len(base) :], thought
+            rest = full[len(base) :]
+            if reasoning and rest.startswith(reasoning):
+                return rest, None
+            return writes + rest, thought
     return None
 
 
@@ -195,7 +207,7 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                 if full.startswith(prompt):
                     out, thought = full[len(prompt) :], None
                 else:
-                    prefilled = _after_think_prefill(prompt, full)
+                    prefilled = _after_think_prefill(prompt, full, turn.get("reasoning_content"))
                     if prefilled is None:
                         not_continuations.add(key)
                         continue

@@ -14,6 +14,8 @@ from ..template import Template
 
 #: Every built-in format module, in registration order.
 BUILTIN_MODULES: tuple[str, ...] = (
+    "apertus",
+    "apriel",
     "chatml",
     "cohere",
     "deepseek",
