@@ -114,6 +114,13 @@ PARSE_ONLY_TOOLS = {
     "smollm3": "the official template drops assistant tool calls; chatfmt refuses to render them",
 }
 
+#: Templates whose official form renders only the first tool call of a turn (the others are
+#: dropped), so a turn with several calls has no rendered form to parse back.
+FIRST_CALL_ONLY = {
+    "gigachat3": "one call per turn: the template renders tool_calls[0]",
+    "gigachat3.1": "one call per turn: the template renders tool_calls[0]",
+}
+
 #: (template, turn kind, "whole" | "stream") failing because of a family parser bug that another
 #: branch fixes, with the reason "fixed on h/<branch>". Empty: none of the bugs being fixed on
 #: h/parser-fixes (GLM-4.5 stray "\n" delta, smollm3 tool parser, granite3 thinking, GLM-4.5 cut
@@ -196,6 +203,8 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
             words = end_of_turn_markers(tpl, **opts)
             for kind, turn in TURNS.items():
                 tools = TOOLS if "tool_calls" in turn else None
+                if len(turn.get("tool_calls") or ()) > 1 and tpl.name in FIRST_CALL_ONLY:
+                    continue
                 try:
                     prompt = tpl.render(HISTORY, add_generation_prompt=True, tools=tools, **opts)
                     full = tpl.render(

@@ -20,6 +20,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "cohere",
     "deepseek",
     "gemma",
+    "gigachat",
     "glm",
     "granite",
     "hermes",

@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     chatglm,
     command_r,
     deepseek,
+    gigachat,
     granite,
     hermes,
     internlm2,
