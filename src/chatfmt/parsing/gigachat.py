@@ -25,7 +25,7 @@ class GigaChat3Parser(BlockParser):
     """
 
     name = "gigachat3"
-    special_markers = (_SEP, _ROLE_SEP, _CALL)
+    special_markers: ClassVar[tuple[str, ...]] = (_SEP, _ROLE_SEP, _CALL)
     starts: ClassVar[Mapping[str, str]] = {_SEP: "sep", _ROLE: "block", _CALL: "block"}
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
