@@ -31,6 +31,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "phi",
     "qwen",
     "smollm",
+    "solar",
     "yi",
 )
 

@@ -14,5 +14,6 @@ from . import (  # noqa: F401
     internlm2,
     llama3,
     mistral,
+    solar,
 )
 from .reasoning import ThinkParser  # noqa: F401
