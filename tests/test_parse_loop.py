@@ -176,6 +176,8 @@ _AFTER_PREFILL = (
         "I should answer.\n[BEGIN FINAL RESPONSE]\n",
         "I should answer.",
     ),
+    # Cohere2MoE (North): the prompt opens <|START_THINKING|>
+    ("<|START_THINKING|>", "I should answer.<|END_THINKING|>", "I should answer."),
 )
 
 
@@ -184,13 +186,16 @@ def _after_think_prefill(
 ) -> tuple[str, str | None] | None:
     """(model output, its reasoning) where the prompt prefills a reasoning block and the rendered
     turn drops the opener (DeepSeek-R1 distills, QwQ, Apriel 1.6): the model's reasoning, the
-    closer, then the turn — or the turn alone when it starts with its own ``reasoning``."""
+    closer, then the turn — or the turn alone when it starts with its own ``reasoning``
+    (after the opener, dropped: the prompt wrote it)."""
     for prefill, writes, thought in _AFTER_PREFILL:
         base = prompt.removesuffix(prefill)
         if base != prompt and full.startswith(base):
             rest = full[len(base) :]
             if reasoning and rest.startswith(reasoning):
                 return rest, None
+            if reasoning and rest.startswith(prefill + reasoning):  # the opener written again
+                return rest[len(prefill) :], None
             return writes + rest, thought
     return None
 
