@@ -99,6 +99,13 @@ _NOT_A_CONTINUATION = [
         )
         for name in ("glm4.5", "glm4.7", "qwen3")
     ),
+    (
+        "hy3",
+        ("reasoning",),
+        ("",),
+        "reasoning_effort no_think (the default) prefills an empty block; a turn with reasoning "
+        "is rendered with it",
+    ),
 ]
 NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
     (name, kind, opts): reason

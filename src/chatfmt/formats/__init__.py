@@ -24,6 +24,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "glm",
     "granite",
     "hermes",
+    "hunyuan",
     "internlm",
     "llama",
     "misc",

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     gigachat,
     granite,
     hermes,
+    hunyuan,
     internlm2,
     llama3,
     mistral,
