@@ -27,6 +27,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "hunyuan",
     "internlm",
     "llama",
+    "minicpm",
     "misc",
     "mistral",
     "phi",

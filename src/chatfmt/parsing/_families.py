@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     hunyuan,
     internlm2,
     llama3,
+    minicpm,
     mistral,
     solar,
 )

@@ -123,6 +123,14 @@ class HunyuanParser(BlockParser):
             if self.final:
                 return self._close_call()
             return False
+        rest = self.buf[self.pos :]
+        if self.final and rest.startswith("</") and _CALL_END.startswith(rest):
+            self.pos = len(self.buf)  # "…</tool_ca": the call is complete, the cut tag is text
+            self._close_call()
+            self.out.content(rest)
+            return True
+        if self.final and _K.startswith(rest):  # "<arg_k": a further argument was cut off
+            return self._broken("truncated", "")
         for marker, state in ((_K, "key"), (_CALL_END, None)):
             hit = self.at_marker(marker)
             if hit is None:
