@@ -32,7 +32,7 @@ APRIEL_15 = PackagedTemplate(
 APRIEL_16 = PackagedTemplate(
     "Apriel-1.6-15b-Thinker-fixed.jinja",
     name="apriel-1.6",
-    aliases=("apriel1.6", "apriel"),
+    aliases=("apriel1.6",),
     model_ids=("ServiceNow-AI/Apriel-1.6-15b-Thinker",),
     tool_parser="apriel",
     reasoning_parser="apriel",

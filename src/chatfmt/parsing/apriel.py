@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from .base import register_reasoning_parser, register_tool_parser
+from .base import WS, register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser
 from .reasoning import ThinkParser
 
@@ -22,12 +22,41 @@ _BEGIN, _END = "[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]"
 
 
 class AprielParser(BlockParser):
-    """``<tool_calls>[…]</tool_calls>``; the final-response markers are dropped."""
+    """``<tool_calls>[…]</tool_calls>``; the final-response markers are dropped, with the
+    whitespace next to them (and before ``<tool_calls>``): trailing whitespace of the text is
+    held until what follows it decides."""
 
     name = "apriel"
     special_markers = ("<tool_calls>", "</tool_calls>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block", _BEGIN: "text", _END: "text"}
+    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block", _BEGIN: "lead", _END: "lead"}
     end = "</tool_calls>"
+
+    _ws = ""  # held trailing whitespace of the text
+
+    def _s_text(self) -> bool:
+        end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        text = self._ws + self.buf[self.pos : end]
+        self.pos = resume
+        if marker is None and not self.final:
+            body = text.rstrip(WS)
+            self._ws = text[len(body) :]
+            self.out.content(body)
+            return False
+        self._ws = ""
+        self.out.content(text if marker is None else text.rstrip(WS))
+        if marker is None:
+            return False
+        self.enter(marker)
+        return True
+
+    def _s_lead(self) -> bool:
+        """After a final-response marker: its whitespace is markup too."""
+        if not self.skip_ws() and not self.final:
+            return False
+        self.end_block()
+        return True
 
 
 class AprielReasoningParser(ThinkParser):
