@@ -573,3 +573,19 @@ def test_official_jinja_source_resolves_to_the_packaged_template(shared_dir: Any
     source = (shared_dir / "reference/templates/upstage-Solar-Open-100B.jinja").read_text()
     tpl = chatfmt.get_template(source)
     assert tpl.tool_parser == "solar_open"
+
+
+@pytest.mark.parametrize(
+    ("template", "marker"),
+    [
+        ("apertus", "<|tools_prefix|>"),
+        ("solar-open", "<|tool_calls|>"),
+        ("gigachat3.1", "<|function_call|>"),
+        ("hy3", "<tool_call:opensource>"),
+    ],
+)
+def test_a_quoted_marker_is_text_with_token_ids(template: str, marker: str) -> None:
+    # The marker written with ordinary tokens (its special id absent from the ids) is text.
+    text = f"Write {marker} to call a tool."
+    msg = parse(text, template, token_ids=[11, 12, 13], special_token_ids={marker: 99})
+    assert msg == {"role": "assistant", "content": text}
