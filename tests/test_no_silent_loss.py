@@ -26,8 +26,12 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+from chatfmt.jinja.packaged import PackagedTemplate
 
-TEMPLATES = [t.name for t in chatfmt.list_templates()]
+#: Native templates. Packaged official Jinja templates (``PackagedTemplate``) render exactly what
+#: their official source renders, drops included (transformers parity, tested in
+#: tests/test_jinja_recognition.py); this property is chatfmt's own guarantee for native ones.
+TEMPLATES = [t.name for t in chatfmt.list_templates() if not isinstance(t, PackagedTemplate)]
 
 
 # ----------------------------------------------------------------------------- generated data

@@ -14,10 +14,18 @@ from hypothesis import strategies as st
 import chatfmt
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError
+from chatfmt.jinja.packaged import PackagedTemplate
 
 from _support import TOOLS, texts, tool_call_lists
 
-TOOL_TEMPLATES = sorted(t.name for t in chatfmt.list_templates() if t.tool_parser)
+#: Native templates with a tool parser. Packaged official Jinja templates get the round trip
+#: from the render diff in tests/test_parse_loop.py: their trained segments come from the Jinja
+#: backend's sentinel tracing, which cuts tool-call turns short (Cohere2MoE, Hy3, Apriel 1.6).
+TOOL_TEMPLATES = sorted(
+    t.name
+    for t in chatfmt.list_templates()
+    if t.tool_parser and not isinstance(t, PackagedTemplate)
+)
 #: Templates that write the text of a tool-call message as its reasoning (Harmony's analysis).
 TEXT_WITH_CALLS_AS_REASONING = frozenset({"gpt-oss"})
 

@@ -14,21 +14,27 @@ from ..template import Template
 
 #: Every built-in format module, in registration order.
 BUILTIN_MODULES: tuple[str, ...] = (
+    "apertus",
+    "apriel",
     "chatml",
     "cohere",
     "deepseek",
     "gemma",
+    "gigachat",
     "glm",
     "gpt_oss",
     "granite",
     "hermes",
+    "hunyuan",
     "internlm",
     "llama",
+    "minicpm",
     "misc",
     "mistral",
     "phi",
     "qwen",
     "smollm",
+    "solar",
     "yi",
 )
 

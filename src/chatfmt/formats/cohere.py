@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message, Tool
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
@@ -747,4 +748,19 @@ COMMAND_R7B = CommandR7B()
 COMMAND_R7B_TOOL_USE = CommandR7BToolUse()
 
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
-TEMPLATES: tuple[Template, ...] = (COMMAND_R, COMMAND_R7B, COMMAND_R7B_TOOL_USE)
+#: Cohere2MoE (North Mini Code): the official Jinja. The prompt opens ``<|START_THINKING|>``
+#: (unless ``reasoning=False``), answers are ``<|START_TEXT|>…<|END_TEXT|>``, calls
+#: ``<|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]<|END_ACTION|>``.
+NORTH = PackagedTemplate(
+    "Cohere2MoE.jinja",
+    name="cohere2moe",
+    aliases=("north-mini-code",),
+    model_ids=("CohereLabs/North-Mini-Code-1.0",),
+    tool_parser="command_r",
+    reasoning_parser="command_a",
+    generation=GenerationConfig(session_len=262144, stop_words=(_EOT,)),
+    variables={"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
+    description="Cohere2MoE / North: <|START_THINKING|> prefilled, <|START_TEXT|>, <|START_ACTION|>.",
+)
+
+TEMPLATES: tuple[Template, ...] = (COMMAND_R, COMMAND_R7B, COMMAND_R7B_TOOL_USE, NORTH)

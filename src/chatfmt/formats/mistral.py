@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message, Tool
 from ..segments import Segment, SegmentBuilder
 from ..template import (
@@ -602,5 +603,30 @@ MISTRAL_V3_TEKKEN = MistralV3TekkenTemplate()
 MISTRAL_V7 = MistralV7Template()
 DEVSTRAL = DevstralTemplate()
 
+#: Ministral 3 Reasoning (Dec 2025): the official Jinja, ``[THINK]…[/THINK]`` reasoning and
+#: ``[TOOL_CALLS]name[ARGS]{…}`` calls. Sampling: the model card's temperature 0.7, top_p 0.95.
+MINISTRAL3_REASONING = PackagedTemplate(
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+    name="ministral3-reasoning",
+    aliases=("ministral-3-reasoning",),
+    model_ids=(
+        "mistralai/Ministral-3-14B-Reasoning-2512",
+        "mistralai/Ministral-3-8B-Reasoning-2512",
+        "mistralai/Ministral-3-3B-Reasoning-2512",
+    ),
+    tool_parser="mistral",
+    reasoning_parser="mistral_think",
+    generation=GenerationConfig(session_len=262144, stop_words=(EOS,), top_p=0.95, temperature=0.7),
+    variables={"bos_token": BOS, "eos_token": EOS},
+    description="Ministral 3 Reasoning: [SYSTEM_PROMPT], [THINK]…[/THINK], [TOOL_CALLS]name[ARGS]….",
+)
+
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
-TEMPLATES: tuple[Template, ...] = (MISTRAL_V1, MISTRAL_V3, MISTRAL_V3_TEKKEN, MISTRAL_V7, DEVSTRAL)
+TEMPLATES: tuple[Template, ...] = (
+    MISTRAL_V1,
+    MISTRAL_V3,
+    MISTRAL_V3_TEKKEN,
+    MISTRAL_V7,
+    DEVSTRAL,
+    MINISTRAL3_REASONING,
+)

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from . import (  # noqa: F401
+    apertus,
+    apriel,
     chatglm,
     command_r,
     deepseek,
+    gigachat,
     granite,
     harmony,
     hermes,
+    hunyuan,
     internlm2,
     llama3,
+    minicpm,
     mistral,
+    solar,
 )
 from .reasoning import ThinkParser  # noqa: F401

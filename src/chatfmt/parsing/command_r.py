@@ -2,7 +2,9 @@
 (``<|START_ACTION|>[...]<|END_ACTION|>``, thinking in ``<|START_THINKING|>…<|END_THINKING|>``).
 
 Call objects use ``tool_name`` and ``parameters``. ``<|START_RESPONSE|>`` /
-``<|END_RESPONSE|>`` are markup around the answer and are not content.
+``<|END_RESPONSE|>`` (and North's ``<|START_TEXT|>`` / ``<|END_TEXT|>``) are markup around
+the answer and are not content. North / Command A+ (``Cohere2MoE``) prompts open the thinking
+block: the ``command_a`` reasoning parser reads it then.
 """
 
 from __future__ import annotations
@@ -10,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from .base import register_tool_parser
+from .base import register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser
+from .reasoning import think_parser
 
 _ACT, _ACT_END = "<|START_ACTION|>", "<|END_ACTION|>"
 _THINK, _THINK_END = "<|START_THINKING|>", "<|END_THINKING|>"
 _RESP, _RESP_END = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
+_TEXT, _TEXT_END = "<|START_TEXT|>", "<|END_TEXT|>"
 _ACTION = "Action:"
 
 
@@ -23,13 +27,15 @@ class CommandRParser(BlockParser):
     """See module doc."""
 
     name = "command_r"
-    special_markers = (_ACT, _ACT_END, _THINK, _THINK_END, _RESP, _RESP_END)
+    special_markers = (_ACT, _ACT_END, _THINK, _THINK_END, _RESP, _RESP_END, _TEXT, _TEXT_END)
     starts: ClassVar[Mapping[str, str]] = {
         _ACT: "block",
         _ACTION: "action",
         _THINK: "think",
         _RESP: "text",
         _RESP_END: "text",
+        _TEXT: "text",
+        _TEXT_END: "text",
     }
     ends: ClassVar[Mapping[str, str | None]] = {_ACT: _ACT_END, _ACTION: "```"}
     name_keys = ("tool_name", "name")
@@ -73,3 +79,7 @@ class CommandRParser(BlockParser):
 
 
 register_tool_parser(CommandRParser, "command-r", "command_r7b", "cohere")
+
+#: Reasoning in ``<|START_THINKING|>…<|END_THINKING|>``, also when the prompt opened it.
+CommandAThinkParser = think_parser("command_a", _THINK, _THINK_END)
+register_reasoning_parser(CommandAThinkParser, "cohere_think")

@@ -1,4 +1,5 @@
-"""Mistral: ``[TOOL_CALLS][{…}, …]`` (list form) and ``[TOOL_CALLS]name{…}`` / ``name[ARGS]{…}``."""
+"""Mistral: ``[TOOL_CALLS][{…}, …]`` (list form) and ``[TOOL_CALLS]name{…}`` / ``name[ARGS]{…}``;
+Magistral / Ministral-3 reasoning ``[THINK]…[/THINK]``."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-from .base import register_tool_parser
+from .base import register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser, RawArgs
+from .reasoning import think_parser
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]*")
 _MAX_NAME = 256
@@ -94,3 +96,8 @@ class MistralParser(BlockParser):
 
 
 register_tool_parser(MistralParser)
+
+
+#: Magistral / Ministral-3 Reasoning: ``[THINK]reasoning[/THINK]answer`` (the answer to ``mistral``).
+MistralThinkParser = think_parser("mistral_think", "[THINK]", "[/THINK]")
+register_reasoning_parser(MistralThinkParser, "magistral", "ministral3")
