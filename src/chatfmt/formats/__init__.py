@@ -22,6 +22,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "granite",
     "hermes",
     "internlm",
+    "kimi",
     "llama",
     "misc",
     "mistral",
