@@ -17,6 +17,8 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "chatml",
     "cohere",
     "deepseek",
+    "fireworks",
+    "functionary",
     "gemma",
     "glm",
     "granite",

@@ -6,6 +6,8 @@ from . import (  # noqa: F401
     chatglm,
     command_r,
     deepseek,
+    fireworks,
+    functionary,
     granite,
     hermes,
     internlm2,
