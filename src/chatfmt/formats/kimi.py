@@ -53,4 +53,16 @@ TEMPLATES: tuple[Template, ...] = (
         ),
         description="Kimi-K2-Thinking: <think>reasoning</think> before the answer and tool calls",
     ),
+    PackagedTemplate(
+        "Kimi-K3.jinja",
+        name="kimi-k3",
+        model_ids=("moonshotai/Kimi-K3",),
+        tool_parser="kimi_k3",
+        reasoning_parser="kimi_k3",
+        generation=GenerationConfig(
+            stop_words=("<|end_of_msg|>",), temperature=1.0, top_p=1.0, session_len=262144
+        ),
+        description="Kimi-K3: <|open|>TAG …<|sep|> / <|close|>TAG<|sep|> messages; thinking "
+        "(on by default) in a think tag, calls with typed arguments in a tools tag",
+    ),
 )

@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     hermes,
     internlm2,
     kimi,
+    kimi_k3,
     llama3,
     mistral,
 )
