@@ -47,7 +47,7 @@ TEMPLATES: tuple[Template, ...] = (
         name="kimi-k2-thinking",
         model_ids=("moonshotai/Kimi-K2-Thinking",),
         tool_parser="kimi_k2",
-        reasoning_parser="think",
+        reasoning_parser="kimi_k2",
         generation=GenerationConfig(
             stop_words=(_IM_END,), temperature=1.0, top_p=1.0, session_len=262144
         ),

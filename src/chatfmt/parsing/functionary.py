@@ -197,7 +197,7 @@ class FunctionaryV32Parser(FunctionTagCalls):
         if nl < 0 and not self.final and len(self.buf) - self.pos <= _MAX_NAME:
             return False
         line = self.buf[self.pos : nl] if nl >= 0 else self.buf[self.pos :]
-        recipient = line.strip()
+        recipient = line.rstrip(" \t\r")  # right after ">>>": no leading space
         if nl < 0 and self.final and recipient == "all":
             self.pos = len(self.buf)  # "all" and nothing to say
             return False

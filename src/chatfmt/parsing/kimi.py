@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from .base import register_tool_parser
+from .base import register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser, RawArgs
+from .markers import marker_set
+from .reasoning import ThinkParser
 
 SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
 SECTION_BEGIN_1, SECTION_END_1 = "<|tool_call_section_begin|>", "<|tool_call_section_end|>"
@@ -24,6 +26,9 @@ CALL_BEGIN, ARG_BEGIN, CALL_END = (
     "<|tool_call_argument_begin|>",
     "<|tool_call_end|>",
 )
+#: Markers that end a thinking block when the model starts calling tools inside it.
+_ENDS_THINKING = (SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN)
+_SECTION_ENDS = ((SECTION_END, "text"), (SECTION_END_1, "text"))
 _CALL_ID = re.compile(r"(?:functions\.)?(.+):([0-9]+)", re.DOTALL)
 #: Longest header (call id) held while waiting for ``<|tool_call_argument_begin|>``.
 _MAX_HEAD = 512
@@ -62,11 +67,7 @@ class KimiK2Parser(BlockParser):
     def _s_k_section(self) -> bool:
         if not self.skip_ws():
             return False
-        for marker, state in (
-            (CALL_BEGIN, "k_head"),
-            (SECTION_END, "text"),
-            (SECTION_END_1, "text"),
-        ):
+        for marker, state in ((CALL_BEGIN, "k_head"), *_SECTION_ENDS):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -111,13 +112,16 @@ class KimiK2Parser(BlockParser):
     def _s_k_tail(self) -> bool:
         start = self.pos
         if not self.skip_ws():
+            if not self.final:
+                self.pos = start  # whitespace: undecided until what follows it is known
             return False
-        hit = self.at_marker(CALL_END)
-        if hit is None:
-            return False
-        if hit:
-            self.state = "k_section"
-            return True
+        for marker, state in ((CALL_END, "k_section"), (CALL_BEGIN, "k_head"), *_SECTION_ENDS):
+            hit = self.at_marker(marker)
+            if hit is None:
+                return False
+            if hit:  # the end marker, or the next call / the section end without it
+                self.state = state
+                return True
         # text between the arguments and <|tool_call_end|>: the call is broken
         index = self.out.calls - 1
         self.out.fail(index, "text after the arguments")
@@ -135,3 +139,30 @@ class KimiK2Parser(BlockParser):
 
 
 register_tool_parser(KimiK2Parser, "kimi", "kimi_k2_thinking")
+
+
+class KimiK2ThinkParser(ThinkParser):
+    """Kimi-K2-Thinking: ``<think>…</think>``; a tool-call section (or call) that starts
+    inside the block also ends it (the model calls tools before closing its thinking)."""
+
+    name = "kimi_k2"
+    special_markers: ClassVar[tuple[str, ...]] = (*ThinkParser.special_markers, *_ENDS_THINKING)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._close = marker_set(
+            (self.close_marker, *_ENDS_THINKING), frozenset(self.special_markers)
+        )
+
+    def _s_reasoning(self) -> bool:
+        more = super()._s_reasoning()
+        if self.state == "after":
+            for marker in _ENDS_THINKING:  # a call marker ended it: the tool parser reads it
+                if self.buf.startswith(marker, self.pos - len(marker)):
+                    self.pos -= len(marker)
+                    self.state = "inner"
+                    break
+        return more
+
+
+register_reasoning_parser(KimiK2ThinkParser, "kimi_k2_thinking")

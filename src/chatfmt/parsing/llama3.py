@@ -29,7 +29,12 @@ class Llama3JsonParser(FunctionTagCalls):
     name = "llama3_json"
     code_calls = True
     special_markers = (_TAG, _EOM)
-    starts: ClassVar[Mapping[str, str]] = {_TAG: "py_head", "{": "json", FUNC_OPEN: "fn_head"}
+    starts: ClassVar[Mapping[str, str]] = {
+        _TAG: "py_head",
+        "{": "json",
+        FUNC_OPEN: "fn_head",
+        _EOM: "text",  # after calls (e.g. custom tool calls): markup
+    }
     #: A ``<|python_tag|>`` block ends at ``<|eom_id|>`` (markup, not content).
     ends: ClassVar[Mapping[str, str | None]] = {_TAG: _EOM}
 
