@@ -766,3 +766,11 @@ def test_official_source_is_the_packaged_template(file: str, name: str) -> None:
     assert source is not None
     tpl = packaged_for(source)
     assert tpl is not None and tpl.name == name
+
+
+def test_kimi_k2_marker_look_alike_is_prose_with_token_ids() -> None:
+    ids = {SB: 163595, CB: 163597}
+    text = "Quote " + SB + " here"
+    prose = parse(text, "kimi-k2", token_ids=[1, 2, 3], special_token_ids=ids)
+    assert prose == {"role": "assistant", "content": text}
+    assert parse(text, "kimi-k2")["content"] == "Quote here"  # without ids: the marker counts
