@@ -57,7 +57,8 @@ def _unescape(value: str) -> str:
 
 
 class KimiK3Parser(BlockParser):
-    """States: ``text`` (content; the response wrapper and message end are markup),
+    """States: ``text`` (content; the response wrapper, stray think tags and the message end
+    are markup),
     ``k3_tools`` (between calls), ``k3_call`` (between arguments), ``k3_value`` (an
     argument's text), ``k3_json`` / ``k3_json_end`` (a JSON-object call), ``k3_junk``."""
 
@@ -67,6 +68,10 @@ class KimiK3Parser(BlockParser):
         close_tag("response"): "text",
         close_tag("message"): "text",
         open_tag("tools"): "k3_tools",
+        # think tags that reach the tool parser (no reasoning parser, or the prefill switched
+        # off): markup, their text is content
+        open_tag("think"): "text",
+        close_tag("think"): "text",
     }
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
