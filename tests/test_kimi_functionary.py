@@ -774,3 +774,63 @@ def test_kimi_k2_marker_look_alike_is_prose_with_token_ids() -> None:
     prose = parse(text, "kimi-k2", token_ids=[1, 2, 3], special_token_ids=ids)
     assert prose == {"role": "assistant", "content": text}
     assert parse(text, "kimi-k2")["content"] == "Quote here"  # without ids: the marker counts
+
+
+# ---------------------------------------------------------------- rendering facts of the packaged templates
+def test_packaged_template_refuses_reasoning_its_official_file_drops() -> None:
+    msgs = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "reasoning_content": "r"},
+    ]
+    for name in ("kimi-k2", "functionary-v3.1", "functionary-v3.2", "firefunction-v2"):
+        with pytest.raises(chatfmt.UnsupportedFeatureError) as info:
+            chatfmt.render(msgs, name)
+        assert (info.value.index, info.value.field) == (1, "reasoning_content")
+    assert "<think>r</think>" in chatfmt.render(  # Kimi-K2-Thinking has a place for it
+        [*msgs, {"role": "user", "content": "q2"}, {**msgs[1], "tool_calls": [CALL]}],
+        "kimi-k2-thinking",
+    )
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+def test_assistant_turns_are_trained_through_their_end_of_turn_marker() -> None:
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    for name, end in (("kimi-k3", "<|end_of_msg|>"), ("kimi-k2", "<|im_end|>")):
+        segs = chatfmt.get_template(name).segments(msgs, add_generation_prompt=False)
+        trained = "".join(s.text for s in segs if s.trained)
+        assert trained.endswith(end) and "a" in trained, name
+
+
+def test_firefunction_fills_functions_from_tools() -> None:
+    tool = {"type": "function", "function": {"name": "zq1v", "parameters": {}}}
+    msgs = [{"role": "user", "content": "q"}]
+    out = chatfmt.render(msgs, "firefunction-v2", tools=[tool])
+    assert "Available functions as JSON spec:\n[\n  {\n" in out and '"zq1v"' in out
+    given = chatfmt.render(msgs, "firefunction-v2", tools=[tool], functions="[mine]")
+    assert "[mine]" in given and "zq1v" not in given
+    segs = chatfmt.get_template("firefunction-v2").segments(msgs, tools=[tool])
+    assert "".join(s.text for s in segs) == out
+    # the reply (its calls too) is trained from the assistant header on
+    reply = {"role": "assistant", "content": "", "tool_calls": [CALL]}
+    segs = chatfmt.get_template("firefunction-v2").segments(
+        [*msgs, reply], tools=[tool], add_generation_prompt=False
+    )
+    assert "".join(s.text for s in segs if s.trained).startswith(' functools[{"name": "f"')
+
+
+def test_packaged_subclass_survives_pickling() -> None:
+    import pickle
+
+    tpl = chatfmt.get_template("firefunction-v2")
+    copy = pickle.loads(pickle.dumps(tpl))
+    assert type(copy) is type(tpl) and copy.name == tpl.name
+    tool = {"type": "function", "function": {"name": "zq2v", "parameters": {}}}
+    assert "zq2v" in copy.render([{"role": "user", "content": "q"}], tools=[tool])
+
+
+def test_kimi_k3_think_tags_without_reasoning_parser_are_markup() -> None:
+    text = k3_close("think") + k3_open("response") + "hello" + k3_close("response")
+    check(text, "kimi-k3", "hello", [], thinking_prefilled=False)
+    check(k3_open("think") + "r" + k3_close("think") + "a", "kimi_k3", "ra", [])
