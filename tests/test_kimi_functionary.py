@@ -15,6 +15,7 @@ import pytest
 
 import chatfmt
 from _streaming import assert_stream_equals_whole
+from chatfmt.jinja.packaged import PackagedTemplate
 from chatfmt.parsing import end_of_turn_markers, parse
 
 SB, SE = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
@@ -749,7 +750,6 @@ def test_model_ids_resolve_to_their_templates_and_parsers(
 @pytest.mark.parametrize(
     ("file", "name"),
     [
-        ("Kimi-K2-Instruct.jinja", "kimi-k2"),
         ("moonshotai-Kimi-K2.jinja", "kimi-k2-0711"),
         ("Kimi-K2-Thinking.jinja", "kimi-k2-thinking"),
         ("Kimi-K3.jinja", "kimi-k3"),
@@ -834,3 +834,97 @@ def test_kimi_k3_think_tags_without_reasoning_parser_are_markup() -> None:
     text = k3_close("think") + k3_open("response") + "hello" + k3_close("response")
     check(text, "kimi-k3", "hello", [], thinking_prefilled=False)
     check(k3_open("think") + "r" + k3_close("think") + "a", "kimi_k3", "ra", [])
+
+
+# ---------------------------------------------------------------- the native Kimi-K2-Instruct template
+def _kimi_call(name: str, arguments: Any, k: int) -> dict[str, Any]:
+    return {"id": f"c{k}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+KIMI_WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Wetter é",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+KIMI_CONVERSATIONS = [
+    [],
+    [{"role": "user", "content": "Hi"}],
+    [
+        {"role": "system", "content": "Sys"},
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Yo"},
+    ],
+    [
+        {"role": "user", "content": "Hi", "name": "bob"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                _kimi_call("get_weather", '{"city": "Paris"}', 1),
+                _kimi_call("f", "{}", 2),
+            ],
+        },
+        {"role": "tool", "content": "sunny", "tool_call_id": "c1"},
+        {"role": "tool", "content": "x", "tool_call_id": "c2"},
+        {"role": "tool", "content": "extra", "name": "g"},
+        {"role": "assistant", "content": "Done é"},
+    ],
+    [
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {
+            "role": "assistant",
+            "content": "Let me.",
+            "tool_calls": [_kimi_call("get_weather", {"city": "Lyon", "n": [1, 2]}, 1)],
+        },
+    ],
+    [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_kimi_call("get_weather", '{"b": 1, "a": "é\\n"}', 1)],
+        },
+        {"role": "tool", "content": None, "tool_call_id": "c1"},
+        {"role": "system", "content": "late"},
+        {"role": "user", "content": "u2"},
+    ],
+]
+
+
+@pytest.mark.parametrize("conversation", KIMI_CONVERSATIONS)
+@pytest.mark.parametrize("tools", [None, [KIMI_WEATHER]])
+@pytest.mark.parametrize("generation_prompt", [True, False])
+def test_native_kimi_k2_renders_like_its_official_jinja(
+    conversation: list[dict[str, Any]], tools: Any, generation_prompt: bool
+) -> None:
+    from chatfmt.jinja import JinjaTemplate
+    from chatfmt.jinja.recognize import official_source
+
+    source = official_source("Kimi-K2-Instruct.jinja")
+    assert source is not None
+    want = JinjaTemplate(source).render(
+        conversation, tools=tools, add_generation_prompt=generation_prompt
+    )
+    for name in ("kimi-k2", "kimi-k2-0905"):
+        native = chatfmt.get_template(name)
+        assert not isinstance(native, PackagedTemplate)
+        got = native.render(conversation, tools=tools, add_generation_prompt=generation_prompt)
+        assert got == want
+        segments = native.segments(
+            conversation, tools=tools, add_generation_prompt=generation_prompt
+        )
+        assert "".join(seg.text for seg in segments) == want
+
+
+def test_official_kimi_k2_source_is_recognized_as_the_native_template() -> None:
+    from chatfmt.jinja import recognize
+    from chatfmt.jinja.recognize import official_source
+
+    source = official_source("Kimi-K2-Instruct.jinja")
+    assert source is not None
+    found = recognize(source)
+    assert found.template is not None and found.template.name == "kimi-k2"
+    assert not found.differs
