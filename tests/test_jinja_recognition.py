@@ -413,7 +413,7 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
                 # a native template may refuse what the source loses silently (no silent
                 # loss): the refused message's field must really be missing from the source's
                 # render
-                assert isinstance(tpl, RecognizedTemplate), exc
+                assert isinstance(tpl, (RecognizedTemplate, PackagedTemplate)), exc
                 assert _refused_value(messages, exc) not in want, exc
                 continue
             assert got == want, f"{name} {variables}"

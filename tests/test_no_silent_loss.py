@@ -218,6 +218,20 @@ def _harmony_reasoning_dropped(case: Case, index: int | None) -> bool:
     return index != len(case.messages) - 1 or case.add_generation_prompt
 
 
+#: Official formats that drop the reasoning of every reply up to the last assistant reply
+#: without tool calls (Kimi-K2-Thinking keeps it only for the agentic turn in progress).
+REASONING_UP_TO_LAST_REPLY_DROPPED = frozenset({"kimi-k2-thinking"})
+
+
+def _up_to_last_plain_reply(case: Case, index: int | None) -> bool:
+    replies = [
+        i
+        for i, m in enumerate(case.messages)
+        if m["role"] == "assistant" and not m.get("tool_calls")
+    ]
+    return index is not None and bool(replies) and index <= replies[-1]
+
+
 EXEMPTIONS: tuple[Exemption, ...] = (
     Exemption(
         named(frozenset({"gpt-oss"})),
@@ -246,6 +260,14 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _before_last_user,
         "the same reasoning written into content as <think>…</think>: the official format cuts "
         "it from replies before the last user message",
+    ),
+    Exemption(
+        named(REASONING_UP_TO_LAST_REPLY_DROPPED),
+        "reasoning_content",
+        _up_to_last_plain_reply,
+        "the official format writes an empty <think></think> for every reply up to the last "
+        "assistant reply without tool calls; the reasoning of the tool-calling turn after it "
+        "is rendered",
     ),
     Exemption(
         lambda t: not t.supports_tools,
@@ -349,6 +371,19 @@ def test_listed_templates_do_drop_earlier_reasoning(name: str) -> None:
     ]
     out = chatfmt.get_template(name).render(msgs)
     assert "zq2v" in out and "zq4v" in out and "zq3v" not in out
+
+
+@pytest.mark.parametrize("name", sorted(REASONING_UP_TO_LAST_REPLY_DROPPED))
+def test_listed_templates_do_drop_reasoning_up_to_the_last_reply(name: str) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    msgs = [
+        {"role": "user", "content": "zq1v"},
+        {"role": "assistant", "content": "zq2v", "reasoning_content": "zq3v"},
+        {"role": "user", "content": "zq4v"},
+        {"role": "assistant", "content": "zq5v", "reasoning_content": "zq6v", "tool_calls": [call]},
+    ]
+    out = chatfmt.get_template(name).render(msgs)
+    assert "zq2v" in out and "zq5v" in out and "zq6v" in out and "zq3v" not in out
 
 
 @pytest.mark.parametrize("name", sorted(NO_TOOL_DEFINITIONS))

@@ -13,6 +13,7 @@ is this template, parsers included.
 
 from __future__ import annotations
 
+import datetime as _dt
 from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, ClassVar
@@ -20,8 +21,11 @@ from typing import Any, ClassVar
 from ..config import GenerationConfig
 from ..errors import TemplateError
 from ..registry import REGISTRY
+from ..template import refuse_reasoning
+from .inputs import Dialect, Prepared
 from .recognize import fingerprint, official_source
 from .template import JinjaTemplate
+from .trace import TurnInfo
 
 
 class PackagedTemplate(JinjaTemplate):
@@ -75,7 +79,7 @@ class PackagedTemplate(JinjaTemplate):
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (self.packaged_file, self._init_args))
+        return (_rebuild, (type(self), self.packaged_file, self._init_args))
 
     @cached_property
     def generation_config(self) -> GenerationConfig:  # type: ignore[override]
@@ -83,6 +87,29 @@ class PackagedTemplate(JinjaTemplate):
         if self._generation is not None:
             return self._generation
         return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
+
+    def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
+        """The probed generation prompt; the end-of-turn markers are the given stop words
+        (a probe finds the first marker-like text after a reply, e.g. Kimi-K3's ``<|close|>``)."""
+        info = super().turn_info(opts, merge)
+        if self._generation is not None and self._generation.stop_words:
+            return TurnInfo(info.generation_prompt, self._generation.stop_words)
+        return info
+
+    def _render_plain(
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
+    ) -> tuple[str, Dialect]:
+        """As for a native template, ``reasoning_content`` that the official file has no place
+        for is refused (the file would drop it silently)."""
+        if not self.supports_reasoning:
+            for m in prep.conv.messages:
+                refuse_reasoning(self.name, m)
+        return super()._render_plain(prep, opts, add_gen, when, merge)
 
     def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
         """This template with other tokenizer-config ``variables`` (same name and parsers)."""
@@ -92,7 +119,7 @@ class PackagedTemplate(JinjaTemplate):
         key = (self.packaged_file, self.name, repr(sorted(merged.items())))
         tpl = _VARIANTS.get(key)
         if tpl is None:
-            tpl = _VARIANTS[key] = PackagedTemplate(
+            tpl = _VARIANTS[key] = type(self)(
                 self.packaged_file, **{**self._init_args, "variables": merged}
             )
         return tpl
@@ -101,8 +128,8 @@ class PackagedTemplate(JinjaTemplate):
 _VARIANTS: dict[tuple[str, str, str], PackagedTemplate] = {}
 
 
-def _rebuild(file: str, args: dict[str, Any]) -> PackagedTemplate:
-    return PackagedTemplate(file, **args)
+def _rebuild(cls: type[PackagedTemplate], file: str, args: dict[str, Any]) -> PackagedTemplate:
+    return cls(file, **args)
 
 
 def packaged_for(source: str) -> PackagedTemplate | None:

@@ -101,11 +101,17 @@ class Emitter:
     def reasoning(self, text: str) -> None:
         self._text("reasoning_content", text)
 
-    def start_call(self, name: str, *, code: bool = False, error: str | None = None) -> int:
-        """Open a tool call; returns its index. Unknown names (when tools were given) are flagged."""
+    def start_call(
+        self, name: str, *, code: bool = False, error: str | None = None, call_id: str | None = None
+    ) -> int:
+        """Open a tool call; returns its index. Unknown names (when tools were given) are flagged.
+
+        ``call_id`` is the id the model wrote for the call (Kimi's ``functions.NAME:IDX``),
+        else one is made by the id factory.
+        """
         index = self.calls
         self.calls += 1
-        entry: dict[str, Any] = {"index": index, "id": self.id_factory(index)}
+        entry: dict[str, Any] = {"index": index, "id": call_id or self.id_factory(index)}
         if code:
             entry["type"] = "code_interpreter"
             entry["code_interpreter"] = {"input": ""}

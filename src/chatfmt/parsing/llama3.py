@@ -3,6 +3,8 @@
 Without a marker a JSON object is a call only if it is an object whose ``name``
 is followed by ``parameters``/``arguments``; anything else stays prose. After
 ``<|python_tag|>`` come JSON calls, a built-in call ``tool.call(k="v")`` or code.
+Llama 3.1's custom tool calls ``<function=NAME>{…}</function>`` are read by the
+machine shared with Functionary v3.1 (:class:`~.functionary.FunctionTagCalls`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser, CodeBody, JsonCall
+from .blocks import CodeBody, JsonCall
+from .functionary import FUNC_OPEN, FunctionTagCalls
 from .literals import KwargsCall
 
 _TAG, _EOM = "<|python_tag|>", "<|eom_id|>"
@@ -20,13 +23,18 @@ _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 
 
-class Llama3JsonParser(BlockParser):
+class Llama3JsonParser(FunctionTagCalls):
     """See module doc."""
 
     name = "llama3_json"
     code_calls = True
     special_markers = (_TAG, _EOM)
-    starts: ClassVar[Mapping[str, str]] = {_TAG: "py_head", "{": "json"}
+    starts: ClassVar[Mapping[str, str]] = {
+        _TAG: "py_head",
+        "{": "json",
+        FUNC_OPEN: "fn_head",
+        _EOM: "text",  # after calls (e.g. custom tool calls): markup
+    }
     #: A ``<|python_tag|>`` block ends at ``<|eom_id|>`` (markup, not content).
     ends: ClassVar[Mapping[str, str | None]] = {_TAG: _EOM}
 
