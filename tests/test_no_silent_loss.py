@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+from chatfmt.jinja.packaged import PackagedTemplate
 
 TEMPLATES = [t.name for t in chatfmt.list_templates()]
 
@@ -214,6 +215,13 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _always,
         "a template whose official format has no tool definitions (supports_tools is false) "
         "ignores tools=, as its official template does; its tool calls and results are refused",
+    ),
+    Exemption(
+        lambda t: isinstance(t, PackagedTemplate),
+        "",
+        _always,
+        "a packaged official Jinja template (no native template) renders exactly what its "
+        "official template renders, its drops included; refusing them needs a native template",
     ),
     Exemption(
         named(NO_TOOL_DEFINITIONS),

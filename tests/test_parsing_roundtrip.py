@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import chatfmt
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError
+from chatfmt.jinja.packaged import PackagedTemplate
 
 from _support import TOOLS, texts, tool_call_lists
 
@@ -26,11 +27,13 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
     (A few official templates write the content after a stop word, e.g. DeepSeek-R1
     distills; a model stops there, so that content is not part of the output.)
     """
+    stops = [w for w in tpl.generation_config.stop_words or () if w]
+    if isinstance(tpl, PackagedTemplate):
+        return _continuation(tpl, messages, stops)
     segs = tpl.segments(
         messages, tools=TOOLS, add_generation_prompt=False, continue_final_message=False
     )
     last = len(messages) - 1
-    stops = [w for w in tpl.generation_config.stop_words or () if w]
     parts = []
     for seg in segs:
         if not (seg.trained and seg.message == last):
@@ -42,6 +45,24 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
                 break
         parts.append(seg.text)
     return "".join(parts)
+
+
+def _continuation(tpl: Any, messages: list[dict[str, Any]], stops: list[str]) -> str:
+    """An official Jinja template's turn after its generation prompt, up to the first stop word.
+
+    (Its trained spans start at the turn's first field; the markup before it is found by
+    rendering the prompt.) A ``<think>`` the prompt opens is left to the turn (which is
+    parsed as not prefilled); a turn that does not continue its prompt at all is skipped (listed, with the
+    reason, in tests/test_parse_loop.py).
+    """
+    prompt = tpl.render(messages[:-1], tools=TOOLS, add_generation_prompt=True)
+    full = tpl.render(messages, tools=TOOLS, add_generation_prompt=False)
+    base = prompt.rstrip().removesuffix("<think>")  # the turn is parsed without the prefill
+    if not full.startswith(base):
+        pytest.skip(f"{tpl.name}: the rendered turn does not continue the generation prompt")
+    out = full[len(base) :]
+    hits = [out.find(w) for w in stops if w in out]
+    return out[: min(hits)] if hits else out
 
 
 def _calls(msg: dict[str, Any]) -> list[tuple[str, Any]]:
