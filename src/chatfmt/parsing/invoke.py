@@ -29,6 +29,7 @@ text inside the wrapper is a nameless call flagged ``not a tool call``.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -233,7 +234,7 @@ class InvokeParser(BlockParser):
             cut = self.buf[end:]
             self._parts.append(self.buf[self.pos : end])
             self.pos = len(self.buf)
-            if len(cut) >= 2:  # the value ends in a cut closing tag: complete
+            if self.cut_close(cut):  # the value ends in a cut closing tag: complete
                 self._member()
                 self._close_call()
                 self.out.content(cut)
@@ -253,6 +254,11 @@ class InvokeParser(BlockParser):
     def value_marker(self, marker: str) -> bool:
         """A marker inside a value that does not end it (kept as value text): True."""
         return False
+
+    def cut_close(self, cut: str) -> bool:
+        """Whether output ending in ``cut`` (a held-back marker prefix) ended in the value's
+        closing tag (at least its ``</``), so the value is complete."""
+        return len(cut) >= 2 and self.param_close.startswith(cut)
 
     def _member(self) -> None:
         text = "".join(self._parts)
@@ -369,6 +375,10 @@ class MiniMaxM3Parser(InvokeParser):
         self._parts.append(marker)
         return True
 
+    def cut_close(self, cut: str) -> bool:
+        closer = f"{MM3_NS}</{self._key}>"
+        return cut.startswith(MM3_NS + "</") and closer.startswith(cut) and not self._depth
+
     def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
         return element_value(text, schema)
 
@@ -406,30 +416,39 @@ def _children(text: str) -> list[tuple[str, str]] | None:
 
 
 def _sub_schema(schema: Any, key: str | None) -> Any:
-    """The schema of an object property (``key``) or of array items (``None``)."""
+    """The schema of an object member ``key`` (a property, else ``additionalProperties``) or of
+    array items (``None``)."""
     if not isinstance(schema, Mapping):
         return None
     if key is None:
         return schema.get("items")
-    return parameter_schema(schema, key)
+    return parameter_schema(schema, key) or schema.get("additionalProperties")
 
 
 def element_value(text: str, schema: Any, depth: int = 0) -> Any:
-    """A MiniMax-M3 element's value: child elements → object (array when all are
-    ``<item>``, or the schema says array), else the text converted per ``schema``."""
+    """A MiniMax-M3 element's value: child elements → an array when the schema says so or
+    (without an object schema) all are ``<item>``, else an object (a repeated member becomes
+    a list); text → converted per ``schema``."""
     kinds = _schema_kinds(schema)
     if MM3_NS in text and depth < _MAX_DEPTH:
         children = _children(text)
         if children:
-            as_list = "array" in kinds or (
+            if "array" in kinds or (
                 "object" not in kinds and all(tag == "item" for tag, _ in children)
-            )
-            if as_list and all(tag == "item" for tag, _ in children):
+            ):
                 item = _sub_schema(schema, None)
                 return [element_value(v, item, depth + 1) for _, v in children]
-            return {
-                tag: element_value(v, _sub_schema(schema, tag), depth + 1) for tag, v in children
-            }
+            counts = Counter(tag for tag, _ in children)
+            members: dict[str, Any] = {}
+            for tag, v in children:
+                sub = _sub_schema(schema, tag)
+                if counts[tag] == 1:
+                    members[tag] = element_value(v, sub, depth + 1)
+                    continue
+                if "array" in _schema_kinds(sub):
+                    sub = _sub_schema(sub, None)
+                members.setdefault(tag, []).append(element_value(v, sub, depth + 1))
+            return members
     if not text.strip() and kinds and kinds[0] in ("array", "object"):
         return [] if kinds[0] == "array" else {}
     return typed_value(text, schema)
