@@ -686,3 +686,67 @@ def test_m3_cut_inside_a_nested_value_is_truncated() -> None:
     cut = ORDER_CALL[: ORDER_CALL.index("018956") + 8]  # "…<zip>018956]<" inside <shipping>
     msg = parse(cut, parser="minimax_m3", tools=[ORDER])
     assert errors(msg) == ["truncated"]
+
+
+# llama.cpp tests/test-chat.cpp (test_minimax_m2_parser): the template "minimax-m2" (its prompt
+# opens <think>, so the output starts inside the reasoning), tool `special_function(arg1: int)`.
+SPECIAL = [
+    tool("special_function", {"arg1": {"type": "integer"}}),
+    tool("special_function_with_opt", {"arg1": {"type": "integer"}, "arg2": {"type": "integer"}}),
+]
+_MM2_CALL = (
+    '<minimax:tool_call>\n<invoke name="special_function">\n<parameter name="arg1">1</parameter>\n'
+    "</invoke>\n</minimax:tool_call>"
+)
+_HELLO = "Hello, world!\nWhat's up?"
+LLAMA_CPP_MM2 = [
+    # (output, prefilled, content, reasoning, calls)
+    (_HELLO, False, _HELLO, None, []),
+    ("I'm\nthinking</think>" + _HELLO, True, _HELLO, "I'm\nthinking", []),
+    (_MM2_CALL, False, None, None, [("special_function", {"arg1": 1})]),
+    (
+        "I'm\nthinking</think>" + _MM2_CALL,
+        True,
+        None,
+        "I'm\nthinking",
+        [("special_function", {"arg1": 1})],
+    ),
+    (_MM2_CALL + _HELLO, False, _HELLO, None, [("special_function", {"arg1": 1})]),
+    (
+        "I'm\nthinking\n</think>\n\n" + _HELLO + "\n\n" + _MM2_CALL + "\n",
+        True,
+        _HELLO,
+        "I'm\nthinking",
+        [("special_function", {"arg1": 1})],
+    ),
+    (
+        '<minimax:tool_call>\n<invoke name="special_function_with_opt">\n<parameter name="arg1">1'
+        '</parameter>\n<parameter name="arg2">2</parameter>\n</invoke>\n</minimax:tool_call>',
+        False,
+        None,
+        None,
+        [("special_function_with_opt", {"arg1": 1, "arg2": 2})],
+    ),
+    (
+        '<minimax:tool_call><invoke name="special_function"><parameter name="arg1">1</parameter>'
+        "</invoke></minimax:tool_call>",
+        False,
+        None,
+        None,
+        [("special_function", {"arg1": 1})],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "prefilled", "content", "reasoning", "expected"), LLAMA_CPP_MM2)
+def test_llama_cpp_minimax_m2_cases(
+    text: str, prefilled: bool, content: str | None, reasoning: str | None, expected: Any
+) -> None:
+    msg = assert_stream_equals_whole(
+        text, "minimax-m2", tools=SPECIAL, thinking_prefilled=prefilled
+    )
+    assert ((msg["content"] or "").strip() or None, msg.get("reasoning_content"), calls(msg)) == (
+        content,
+        reasoning,
+        expected,
+    )
