@@ -750,3 +750,22 @@ def test_llama_cpp_minimax_m2_cases(
         reasoning,
         expected,
     )
+
+
+def test_invoke_parser_factory_for_other_markers() -> None:
+    from chatfmt.parsing.base import Emitter
+    from chatfmt.parsing.invoke import invoke_parser
+    from chatfmt.parsing.special import SpecialTokens
+
+    cls = invoke_parser("fc", ("<function_calls>", "</function_calls>"))
+    out = Emitter(
+        lambda i: f"c{i}", {"f": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    )
+    parser = cls(out, SpecialTokens(), {})
+    text = 'Go <function_calls>\n<invoke name="f">\n<parameter name="n">3</parameter>\n</invoke>\n</function_calls>'
+    for ch in text:
+        parser.feed(ch)
+    parser.finish()
+    out.end()
+    msg = chatfmt.merge_deltas(out.take())
+    assert (msg["content"], calls(msg)) == ("Go ", [("f", {"n": 3})])

@@ -285,6 +285,31 @@ class InvokeParser(BlockParser):
         return True
 
 
+def invoke_parser(
+    name: str,
+    calls: tuple[str, str],
+    invoke: tuple[str, str] = ("<invoke", "</invoke>"),
+    parameter: tuple[str, str] = ("<parameter", "</parameter>"),
+    special: tuple[str, ...] = (),
+) -> type[InvokeParser]:
+    """An :class:`InvokeParser` for other markers: ``calls`` is the wrapper (open, close),
+    ``invoke`` / ``parameter`` the tag openings (``<invoke``, without ``>``) and closing
+    tags; ``special`` the markers that are single special tokens. Not registered."""
+    attrs = {
+        "name": name,
+        "starts": {calls[0]: "calls"},
+        "end": calls[1],
+        "invoke_open": invoke[0],
+        "invoke_close": invoke[1],
+        "param_open": parameter[0],
+        "param_close": parameter[1],
+        "special_markers": special,
+        "__doc__": f"``{calls[0]}{invoke[0]} name=…>{parameter[0]} name=…>`` calls.",
+        "__module__": __name__,
+    }
+    return type(f"InvokeParser_{name}", (InvokeParser,), attrs)
+
+
 # ---------------------------------------------------------------------- MiniMax-M2
 _MM_CALL, _MM_CALL_END = "<minimax:tool_call>", "</minimax:tool_call>"
 
