@@ -92,8 +92,8 @@ _NOT_A_CONTINUATION = [
     ),
     (
         "deepseek-v3.2",
-        ("plain", "reasoning", *_CALLS),
-        ("",),
+        ("plain", *_CALLS),
+        ("", "enable_thinking=False"),
         "thinking off: the prompt ends with '<think></think>', the rendered turn with '</think>' only"
         " (round trip tested in tests/test_parsing_invoke.py)",
     ),

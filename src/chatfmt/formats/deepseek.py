@@ -43,6 +43,7 @@ from ..template import (
     refuse_text_with_calls,
     refuse_think_cut,
 )
+from .deepseek_dsml import DeepSeekV32Template
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -497,22 +498,11 @@ DEEPSEEK_V31 = DeepSeekV31Template()
 DEEPSEEK_R1_DISTILL_LLAMA = DeepSeekR1DistillLlamaTemplate()
 DEEPSEEK_R1_DISTILL_QWEN = DeepSeekR1DistillQwenTemplate()
 
-# DeepSeek V3.2 and V4 write DSML tool calls (parser ``deepseek_v32`` / ``deepseek_v4``); they
-# ship as the official Jinja templates. ``thinking=True`` (or ``enable_thinking``) prefills
-# ``<think>``; by default thinking is off.
+# DeepSeek V3.2 and V4 write DSML tool calls (parser ``deepseek_v32`` / ``deepseek_v4``): V3.2 is
+# native (formats/deepseek_dsml.py), V4 ships as the official Jinja templates.
+# ``thinking=True`` (or ``enable_thinking``) prefills ``<think>``; by default thinking is off.
 _DSML_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
-DEEPSEEK_V32 = PackagedTemplate(
-    "deepseek-ai-DeepSeek-V3.2.jinja",
-    name="deepseek-v3.2",
-    model_ids=("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Speciale"),
-    tool_parser="deepseek_v32",
-    reasoning_parser="think",
-    generation=GenerationConfig(
-        stop_words=(EOS,), temperature=1.0, top_p=0.95, session_len=163_840
-    ),
-    variables=_DSML_VARIABLES,
-    description="DeepSeek V3.2 (official Jinja; <｜DSML｜function_calls> calls, thinking option)",
-)
+DEEPSEEK_V32 = DeepSeekV32Template()
 DEEPSEEK_V4 = PackagedTemplate(
     "deepseek-ai-DeepSeek-V4.jinja",
     name="deepseek-v4",
