@@ -17,6 +17,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "chatml",
     "cohere",
     "deepseek",
+    "deepseek_dsml",
     "gemma",
     "glimmer",
     "glm",

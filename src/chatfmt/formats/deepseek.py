@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
-from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message, ToolCall
 from ..segments import Segment, SegmentBuilder
 from ..template import (
@@ -43,7 +42,6 @@ from ..template import (
     refuse_text_with_calls,
     refuse_think_cut,
 )
-from .deepseek_dsml import DeepSeekV32Template
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -498,36 +496,6 @@ DEEPSEEK_V31 = DeepSeekV31Template()
 DEEPSEEK_R1_DISTILL_LLAMA = DeepSeekR1DistillLlamaTemplate()
 DEEPSEEK_R1_DISTILL_QWEN = DeepSeekR1DistillQwenTemplate()
 
-# DeepSeek V3.2 and V4 write DSML tool calls (parser ``deepseek_v32`` / ``deepseek_v4``): V3.2 is
-# native (formats/deepseek_dsml.py), V4 ships as the official Jinja templates.
-# ``thinking=True`` (or ``enable_thinking``) prefills ``<think>``; by default thinking is off.
-_DSML_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
-DEEPSEEK_V32 = DeepSeekV32Template()
-DEEPSEEK_V4 = PackagedTemplate(
-    "deepseek-ai-DeepSeek-V4.jinja",
-    name="deepseek-v4",
-    model_ids=("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"),
-    tool_parser="deepseek_v4",
-    reasoning_parser="think",
-    generation=GenerationConfig(
-        stop_words=(EOS,), temperature=1.0, top_p=0.95, session_len=1_048_576
-    ),
-    variables=_DSML_VARIABLES,
-    description="DeepSeek V4 (official Jinja; <｜DSML｜tool_calls> calls, thinking option)",
-)
-DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
-    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
-    name="deepseek-v4-flash-0731",
-    model_ids=("deepseek-ai/DeepSeek-V4-Flash-0731",),
-    tool_parser="deepseek_v4",
-    reasoning_parser="think",
-    generation=GenerationConfig(
-        stop_words=(EOS,), temperature=1.0, top_p=0.95, session_len=1_048_576
-    ),
-    variables=_DSML_VARIABLES,
-    description="DeepSeek V4-Flash-0731 (official Jinja; as V4, reasoning_effort high/max)",
-)
-
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
 TEMPLATES: tuple[Template, ...] = (
     DEEPSEEK_CODER,
@@ -536,7 +504,4 @@ TEMPLATES: tuple[Template, ...] = (
     DEEPSEEK_V31,
     DEEPSEEK_R1_DISTILL_LLAMA,
     DEEPSEEK_R1_DISTILL_QWEN,
-    DEEPSEEK_V32,
-    DEEPSEEK_V4,
-    DEEPSEEK_V4_FLASH_0731,
 )

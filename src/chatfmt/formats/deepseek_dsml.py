@@ -1,6 +1,10 @@
-"""DeepSeek V3.2: native template, byte-identical to the official ``deepseek-ai-DeepSeek-V3.2.jinja``.
+"""DeepSeek V3.2 and V4 (DSML tool calls).
 
-Layout: BOS, the system prompt (every system message, joined by a blank line, then
+V3.2 is a native template, byte-identical to the official ``deepseek-ai-DeepSeek-V3.2.jinja``;
+V4 and V4-Flash-0731 ship as their official Jinja templates (parser ``deepseek_v4``).
+``thinking=True`` (or ``enable_thinking``) prefills ``<think>``; by default thinking is off.
+
+V3.2 layout: BOS, the system prompt (every system message, joined by a blank line, then
 the DSML tools section), then ``<｜User｜>text`` and ``<｜Assistant｜>`` turns. An
 assistant turn opens with ``</think>`` (or, with ``thinking`` after the last user
 message, ``<think>reasoning</think>``); tool calls are DSML blocks
@@ -22,6 +26,7 @@ from typing import Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
+from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message, _json_dumps
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
@@ -186,3 +191,33 @@ class DeepSeekV32Template(Template):
             lead = ASSISTANT if pending_assistant else "\n\n"
             b.control(lead + (THINK if thinking else THINK + THINK_END))
         return b.segments
+
+
+_TOKENS = {"bos_token": BOS, "eos_token": EOS}
+_V4_GENERATION = GenerationConfig(
+    stop_words=(EOS,), temperature=1.0, top_p=0.95, session_len=1_048_576
+)
+DEEPSEEK_V32 = DeepSeekV32Template()
+DEEPSEEK_V4 = PackagedTemplate(
+    "deepseek-ai-DeepSeek-V4.jinja",
+    name="deepseek-v4",
+    model_ids=("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"),
+    tool_parser="deepseek_v4",
+    reasoning_parser="think",
+    generation=_V4_GENERATION,
+    variables=_TOKENS,
+    description="DeepSeek V4 (official Jinja; <｜DSML｜tool_calls> calls, thinking option)",
+)
+DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
+    name="deepseek-v4-flash-0731",
+    model_ids=("deepseek-ai/DeepSeek-V4-Flash-0731",),
+    tool_parser="deepseek_v4",
+    reasoning_parser="think",
+    generation=_V4_GENERATION,
+    variables=_TOKENS,
+    description="DeepSeek V4-Flash-0731 (official Jinja; as V4, reasoning_effort high/max)",
+)
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (DEEPSEEK_V32, DEEPSEEK_V4, DEEPSEEK_V4_FLASH_0731)
