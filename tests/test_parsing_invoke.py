@@ -769,3 +769,42 @@ def test_invoke_parser_factory_for_other_markers() -> None:
     out.end()
     msg = chatfmt.merge_deltas(out.take())
     assert (msg["content"], calls(msg)) == ("Go ", [("f", {"n": 3})])
+
+
+STRING_TOOL = [
+    tool("test_func", {"content": {"type": "string"}}),
+    tool("context_info", {"metadata_only": {"type": "boolean"}}),
+]
+#: SGLang test/registered/.../test_minimax_m2_detector_bugs (issue 16057 and value edge cases).
+SGLANG_MM2 = [
+    (
+        '<minimax:tool_call><invoke name="test_func"><parameter name="content">This text contains '
+        "</parameter> in it</parameter></invoke></minimax:tool_call>",
+        None,
+        [("test_func", {"content": "This text contains </parameter> in it"})],
+    ),
+    (
+        '<minimax:tool_call><invoke name="test_func"><parameter name="content"><div>Hello</div>'
+        "</parameter></invoke></minimax:tool_call>",
+        None,
+        [("test_func", {"content": "<div>Hello</div>"})],
+    ),
+    (  # no closing tags: the complete parameters make a valid call, no markup leaks
+        '[Pasted ~4 lines]<minimax:tool_call><invoke name="context_info"><parameter '
+        'name="metadata_only">false</parameter></invoke>',
+        "[Pasted ~4 lines]",
+        [("context_info", {"metadata_only": False})],
+    ),
+    (
+        'Here is some text.<minimax:tool_call><invoke name="context_info"><parameter '
+        'name="metadata_only">true</parameter></invoke></minimax:tool_call>More text after.',
+        "Here is some text.More text after.",
+        [("context_info", {"metadata_only": True})],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "content", "expected"), SGLANG_MM2)
+def test_sglang_minimax_m2_cases(text: str, content: str | None, expected: Any) -> None:
+    msg = assert_stream_equals_whole(text, parser="minimax_m2", tools=STRING_TOOL)
+    assert (msg["content"], calls(msg), errors(msg)) == (content, expected, [None] * len(expected))

@@ -12,7 +12,8 @@ One state machine, configured per family by its markers:
   (``<item>`` for array members);
 * Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`.glimmer`).
 
-Values are text. A parameter whose tool schema declares a type is converted to it
+Values are text (a closing tag inside a value is text unless markup that may follow a
+parameter, or the end of the output, follows it). A parameter whose tool schema declares a type is converted to it
 (:func:`~.xml_values.typed_value`); without a schema the text is kept, except a DSML
 value marked ``string="false"``, which is read as JSON when it parses. Each finished
 parameter is emitted as a JSON member (:class:`~.xml_values.JsonMembers`), so the
@@ -242,14 +243,39 @@ class InvokeParser(BlockParser):
                 return True
             return self._fail("truncated", self._raw + "".join(self._parts) + cut)
         self._parts.append(self.buf[self.pos : end])
-        self.pos = resume
+        self.pos = end
         if marker is None:
             return False
-        if self.value_marker(marker):
-            return True
-        self._member()
-        self.state = "params"
+        if not self.value_marker(marker):
+            closes = self._closes(resume)
+            if closes is None:
+                return False  # the closing tag stays in the buffer until what follows decides
+            if closes:
+                self.pos = resume
+                self._member()
+                self.state = "params"
+                return True
+            self._parts.append(marker)  # a closing tag quoted inside the value
+        self.pos = resume
         return True
+
+    def _closes(self, at: int) -> bool | None:
+        """Whether the closing tag ending at ``at`` ends the value: it does when what follows
+        (after whitespace) is markup that may follow a parameter, or the end of the output;
+        None while undecided."""
+        buf, n = self.buf, len(self.buf)
+        while at < n and buf[at] in WS:
+            at += 1
+        if at == n:
+            return True if self.final else None
+        assert self.cur_end is not None
+        rest = buf[at:]
+        for marker in (self.param_open, self.invoke_close, self.cur_end):
+            if rest.startswith(marker):
+                return True
+            if marker.startswith(rest):  # cut: wait, or at the end of output it follows
+                return True if self.final else None
+        return False
 
     def value_marker(self, marker: str) -> bool:
         """A marker inside a value that does not end it (kept as value text): True."""
