@@ -775,7 +775,7 @@ STRING_TOOL = [
     tool("test_func", {"content": {"type": "string"}}),
     tool("context_info", {"metadata_only": {"type": "boolean"}}),
 ]
-#: SGLang test/registered/.../test_minimax_m2_detector_bugs (issue 16057 and value edge cases).
+#: SGLang: TestMinimaxM2DetectorBugs (MinimaxM2Detector tests for sglang issue 16057, values).
 SGLANG_MM2 = [
     (
         '<minimax:tool_call><invoke name="test_func"><parameter name="content">This text contains '
