@@ -808,3 +808,19 @@ SGLANG_MM2 = [
 def test_sglang_minimax_m2_cases(text: str, content: str | None, expected: Any) -> None:
     msg = assert_stream_equals_whole(text, parser="minimax_m2", tools=STRING_TOOL)
     assert (msg["content"], calls(msg), errors(msg)) == (content, expected, [None] * len(expected))
+
+
+def test_special_token_look_alikes_are_text() -> None:
+    # With token ids, a <minimax:tool_call> spelled by ordinary tokens is prose.
+    ids = {"<minimax:tool_call>": 200052, "</minimax:tool_call>": 200053}
+    text = mm2("f", a="1")
+    quoted = parse(text, parser="minimax_m2", token_ids=[1, 2, 3], special_token_ids=ids)
+    assert (quoted["content"], quoted.get("tool_calls")) == (text, None)
+    real = parse(text, parser="minimax_m2", token_ids=[200052, 5, 200053], special_token_ids=ids)
+    assert calls(real) == [("f", {"a": "1"})]
+
+
+def test_malformed_invoke_tag_is_flagged_not_truncated() -> None:
+    msg = parse("<minimax:tool_call><invoked>x</minimax:tool_call>", parser="minimax_m2")
+    assert errors(msg) == ["no tool name"]
+    assert msg["tool_calls"][0]["function"]["arguments"] == "<invoked>x"

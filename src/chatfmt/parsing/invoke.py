@@ -162,9 +162,8 @@ class InvokeParser(BlockParser):
         if got is None:
             return False
         header, complete = got
-        if header[:1] not in ("", *WS):  # "<invoked …": not an invoke tag
-            complete = False
-        name = tag_attributes(header).get("name", "").strip() if complete else ""
+        is_tag = complete and header[:1] in ("", *WS)  # not "<invoked …>"
+        name = tag_attributes(header).get("name", "").strip() if is_tag else ""
         if not name:
             reason = "truncated" if self.final and not complete else "no tool name"
             self._index = self.out.start_call("", error=reason)
