@@ -396,8 +396,10 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
     tpl = _loaded(name)
     if isinstance(tpl, RecognizedTemplate):
         established = dict(recognize(source).tokens or {})
-    else:  # a packaged official template carries its tokenizer's values
-        established = dict(tpl.variables) if isinstance(tpl, PackagedTemplate) else {}
+    elif isinstance(tpl, PackagedTemplate):  # a shipped template carries its model's tokens
+        established = dict(tpl.variables)
+    else:
+        established = {}
     settings = [established, {"bos_token": "<s>", "eos_token": "</s>"}, *_CHANGED]
     for messages, tools, _ in _VARIABLE_CONVERSATIONS:
         for variables in settings:

@@ -28,7 +28,10 @@ import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
 from chatfmt.jinja.packaged import PackagedTemplate
 
-TEMPLATES = [t.name for t in chatfmt.list_templates()]
+#: Native templates. Packaged official Jinja templates (``PackagedTemplate``) render exactly what
+#: their official source renders, drops included (transformers parity, tested in
+#: tests/test_jinja_recognition.py); this property is chatfmt's own guarantee for native ones.
+TEMPLATES = [t.name for t in chatfmt.list_templates() if not isinstance(t, PackagedTemplate)]
 
 
 # ----------------------------------------------------------------------------- generated data
@@ -195,7 +198,42 @@ EARLIER_REASONING_DROPPED = frozenset(
     }
 )
 
+
+def _later_final_reply(case: Case, index: int | None) -> bool:
+    """A tool-call message followed by an assistant reply without calls (Harmony drops its
+    analysis then)."""
+    if index is None or not case.messages[index].get("tool_calls"):
+        return False
+    return any(
+        m["role"] == "assistant" and not m.get("tool_calls") for m in case.messages[index + 1 :]
+    )
+
+
+def _harmony_reasoning_dropped(case: Case, index: int | None) -> bool:
+    """gpt-oss keeps reasoning only for a tool call not yet answered by a final reply and for a
+    final reply that ends a conversation rendered without a generation prompt (training)."""
+    if index is None:
+        return False
+    if case.messages[index].get("tool_calls"):
+        return _later_final_reply(case, index)
+    return index != len(case.messages) - 1 or case.add_generation_prompt
+
+
 EXEMPTIONS: tuple[Exemption, ...] = (
+    Exemption(
+        named(frozenset({"gpt-oss"})),
+        "reasoning_content",
+        _harmony_reasoning_dropped,
+        "Harmony (gpt-oss) drops the analysis (reasoning) of earlier replies; it renders it "
+        "only for a pending tool call and for a final reply rendered for training",
+    ),
+    Exemption(
+        named(frozenset({"gpt-oss"})),
+        "content",
+        _later_final_reply,
+        "Harmony (gpt-oss) writes the text of a tool-call message as the call's analysis "
+        "(chain of thought) and drops it, like all analysis, once a final reply follows",
+    ),
     Exemption(
         named(EARLIER_REASONING_DROPPED),
         "reasoning_content",
@@ -216,13 +254,6 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _always,
         "a template whose official format has no tool definitions (supports_tools is false) "
         "ignores tools=, as its official template does; its tool calls and results are refused",
-    ),
-    Exemption(
-        lambda t: isinstance(t, PackagedTemplate),
-        "",
-        _always,
-        "a packaged official Jinja template (no native template) renders exactly what its "
-        "official template renders, its drops included; refusing them needs a native template",
     ),
     Exemption(
         named(NO_TOOL_DEFINITIONS),

@@ -106,12 +106,25 @@ _NOT_A_CONTINUATION = [
         )
         for name in ("glm4.5", "glm4.7", "qwen3")
     ),
+    (
+        "hy3",
+        ("reasoning",),
+        ("",),
+        "reasoning_effort no_think (the default) prefills an empty block; a turn with reasoning "
+        "is rendered with it",
+    ),
 ]
 NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
     (name, kind, opts): reason
     for name, kinds, variants, reason in _NOT_A_CONTINUATION
     for kind in kinds
     for opts in variants
+}
+
+#: Templates whose official format writes the text of a tool-call message as reasoning, with the
+#: reason: parsing gives it back as ``reasoning_content``.
+TEXT_WITH_CALLS_AS_REASONING = {
+    "gpt-oss": "Harmony writes the text next to a tool call on the analysis channel",
 }
 
 #: Templates with a tool parser whose official format renders no assistant tool calls (chatfmt
@@ -125,6 +138,13 @@ PARSE_ONLY_TOOLS = {
 #: renders it): the rendered turn's text is "None", so that is what parses back.
 RENDERS_NULL_CONTENT_AS_NONE = {
     "minimax-m2": "visible_text(None) renders 'None' before the tool calls",
+}
+
+#: Templates whose official form renders only the first tool call of a turn (the others are
+#: dropped), so a turn with several calls has no rendered form to parse back.
+FIRST_CALL_ONLY = {
+    "gigachat3": "one call per turn: the template renders tool_calls[0]",
+    "gigachat3.1": "one call per turn: the template renders tool_calls[0]",
 }
 
 #: (template, turn kind, "whole" | "stream") failing because of a family parser bug that another
@@ -176,16 +196,33 @@ def _normalized(msg: dict[str, Any]) -> tuple[Any, ...]:
 _AFTER_PREFILL = (
     ("<think>\n</think>", "\n\n", ""),  # thinking off: an empty block
     ("<think>\n", "I should answer.\n</think>\n\n", "I should answer."),
+    # Apriel 1.6: the prompt opens the reasoning, which ends at [BEGIN FINAL RESPONSE]
+    (
+        "Here are my reasoning steps:\n",
+        "I should answer.\n[BEGIN FINAL RESPONSE]\n",
+        "I should answer.",
+    ),
+    # Cohere2MoE (North): the prompt opens <|START_THINKING|>
+    ("<|START_THINKING|>", "I should answer.<|END_THINKING|>", "I should answer."),
 )
 
 
-def _after_think_prefill(prompt: str, full: str) -> tuple[str, str] | None:
-    """(model output, its reasoning) where the prompt prefills ``<think>`` and the rendered turn
-    drops it (DeepSeek-R1 distills, QwQ): the model's reasoning, ``</think>``, then the turn."""
+def _after_think_prefill(
+    prompt: str, full: str, reasoning: str | None = None
+) -> tuple[str, str | None] | None:
+    """(model output, its reasoning) where the prompt prefills a reasoning block and the rendered
+    turn drops the opener (DeepSeek-R1 distills, QwQ, Apriel 1.6): the model's reasoning, the
+    closer, then the turn — or the turn alone when it starts with its own ``reasoning``
+    (after the opener, dropped: the prompt wrote it)."""
     for prefill, writes, thought in _AFTER_PREFILL:
         base = prompt.removesuffix(prefill)
         if base != prompt and full.startswith(base):
-            return writes + full[len(base) :], thought
+            rest = full[len(base) :]
+            if reasoning and rest.startswith(reasoning):
+                return rest, None
+            if reasoning and rest.startswith(prefill + reasoning):  # the opener written again
+                return rest[len(prefill) :], None
+            return writes + rest, thought
     return None
 
 
@@ -197,6 +234,8 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
             words = end_of_turn_markers(tpl, **opts)
             for kind, turn in TURNS.items():
                 tools = TOOLS if "tool_calls" in turn else None
+                if len(turn.get("tool_calls") or ()) > 1 and tpl.name in FIRST_CALL_ONLY:
+                    continue
                 try:
                     prompt = tpl.render(HISTORY, add_generation_prompt=True, tools=tools, **opts)
                     full = tpl.render(
@@ -208,7 +247,7 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                 if full.startswith(prompt):
                     out, thought = full[len(prompt) :], None
                 else:
-                    prefilled = _after_think_prefill(prompt, full)
+                    prefilled = _after_think_prefill(prompt, full, turn.get("reasoning_content"))
                     if prefilled is None:
                         not_continuations.add(key)
                         continue
@@ -233,6 +272,8 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                     reasoning = thought
                 if content is None and tpl.name in RENDERS_NULL_CONTENT_AS_NONE:
                     content = "None"
+                if content and turn.get("tool_calls") and tpl.name in TEXT_WITH_CALLS_AS_REASONING:
+                    content, reasoning = None, content
                 expected = _normalized({**turn, "content": content, "reasoning_content": reasoning})
                 cases.append(Case(tpl.name, kind, opts, out, with_stop, without_stop, expected))
     return cases, not_continuations

@@ -18,7 +18,16 @@ from chatfmt.jinja.packaged import PackagedTemplate
 
 from _support import TOOLS, texts, tool_call_lists
 
-TOOL_TEMPLATES = sorted(t.name for t in chatfmt.list_templates() if t.tool_parser)
+#: Native templates with a tool parser. Packaged official Jinja templates get the round trip
+#: from the render diff in tests/test_parse_loop.py: their trained segments come from the Jinja
+#: backend's sentinel tracing, which cuts tool-call turns short (Cohere2MoE, Hy3, Apriel 1.6).
+TOOL_TEMPLATES = sorted(
+    t.name
+    for t in chatfmt.list_templates()
+    if t.tool_parser and not isinstance(t, PackagedTemplate)
+)
+#: Templates that write the text of a tool-call message as its reasoning (Harmony's analysis).
+TEXT_WITH_CALLS_AS_REASONING = frozenset({"gpt-oss"})
 
 
 def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
@@ -27,13 +36,11 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
     (A few official templates write the content after a stop word, e.g. DeepSeek-R1
     distills; a model stops there, so that content is not part of the output.)
     """
-    stops = [w for w in tpl.generation_config.stop_words or () if w]
-    if isinstance(tpl, PackagedTemplate):
-        return _continuation(tpl, messages, stops)
     segs = tpl.segments(
         messages, tools=TOOLS, add_generation_prompt=False, continue_final_message=False
     )
     last = len(messages) - 1
+    stops = [w for w in tpl.generation_config.stop_words or () if w]
     parts = []
     for seg in segs:
         if not (seg.trained and seg.message == last):
@@ -45,24 +52,6 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
                 break
         parts.append(seg.text)
     return "".join(parts)
-
-
-def _continuation(tpl: Any, messages: list[dict[str, Any]], stops: list[str]) -> str:
-    """An official Jinja template's turn after its generation prompt, up to the first stop word.
-
-    (Its trained spans start at the turn's first field; the markup before it is found by
-    rendering the prompt.) A ``<think>`` the prompt opens is left to the turn (which is
-    parsed as not prefilled); a turn that does not continue its prompt at all is skipped (listed, with the
-    reason, in tests/test_parse_loop.py).
-    """
-    prompt = tpl.render(messages[:-1], tools=TOOLS, add_generation_prompt=True)
-    full = tpl.render(messages, tools=TOOLS, add_generation_prompt=False)
-    base = prompt.rstrip().removesuffix("<think>")  # the turn is parsed without the prefill
-    if not full.startswith(base):
-        pytest.skip(f"{tpl.name}: the rendered turn does not continue the generation prompt")
-    out = full[len(base) :]
-    hits = [out.find(w) for w in stops if w in out]
-    return out[: min(hits)] if hits else out
 
 
 def _calls(msg: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -102,7 +91,8 @@ def test_round_trip_tool_calls(name: str, data: st.DataObject) -> None:
     )
     expected = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls]
     assert _calls(msg) == expected
-    got = (msg["content"] or "").strip()
+    text = msg.get("reasoning_content") if name in TEXT_WITH_CALLS_AS_REASONING else msg["content"]
+    got = (text or "").strip()
     if (content or "").strip() in out:
         assert got == (content or "").strip()
 
@@ -128,7 +118,11 @@ def test_round_trip_plain_text(name: str, content: str) -> None:
     assert (msg["content"] or "").strip() == content.strip()
 
 
-THINK_TEMPLATES = sorted(t.name for t in chatfmt.list_templates() if t.reasoning_parser == "think")
+THINK_TEMPLATES = sorted(  # native ones, as TOOL_TEMPLATES
+    t.name
+    for t in chatfmt.list_templates()
+    if t.reasoning_parser == "think" and not isinstance(t, PackagedTemplate)
+)
 
 
 @pytest.mark.parametrize("name", THINK_TEMPLATES)
