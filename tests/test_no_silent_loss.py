@@ -192,6 +192,7 @@ EARLIER_REASONING_DROPPED = frozenset(
         "glm4.7",
         "smollm3",
         "deepseek-v3.1",
+        "deepseek-v3.2",
         "deepseek-r1-distill-llama",
         "deepseek-r1-distill-qwen",
     }

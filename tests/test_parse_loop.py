@@ -90,6 +90,13 @@ _NOT_A_CONTINUATION = [
         ("", "enable_thinking=True"),
         "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
     ),
+    (
+        "deepseek-v3.2",
+        ("plain", *_CALLS),
+        ("", "enable_thinking=False"),
+        "thinking off: the prompt ends with '<think></think>', the rendered turn with '</think>' only"
+        " (round trip tested in tests/test_parsing_invoke.py)",
+    ),
     *(
         (
             name,
@@ -125,6 +132,12 @@ TEXT_WITH_CALLS_AS_REASONING = {
 #: output in tests/test_parsing_families.py.
 PARSE_ONLY_TOOLS = {
     "smollm3": "the official template drops assistant tool calls; chatfmt refuses to render them",
+}
+
+#: Templates whose official form writes Python's ``None`` for ``content: null`` (as transformers
+#: renders it): the rendered turn's text is "None", so that is what parses back.
+RENDERS_NULL_CONTENT_AS_NONE = {
+    "minimax-m2": "visible_text(None) renders 'None' before the tool calls",
 }
 
 #: Templates whose official form renders only the first tool call of a turn (the others are
@@ -257,6 +270,8 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                     reasoning = None
                 if thought:
                     reasoning = thought
+                if content is None and tpl.name in RENDERS_NULL_CONTENT_AS_NONE:
+                    content = "None"
                 if content and turn.get("tool_calls") and tpl.name in TEXT_WITH_CALLS_AS_REASONING:
                     content, reasoning = None, content
                 expected = _normalized({**turn, "content": content, "reasoning_content": reasoning})

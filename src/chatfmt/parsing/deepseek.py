@@ -136,4 +136,4 @@ class DeepSeekV3Parser(BlockParser):
         return done
 
 
-register_tool_parser(DeepSeekV3Parser, "deepseek_v31", "deepseek_v32", "deepseek", "deepseek_r1")
+register_tool_parser(DeepSeekV3Parser, "deepseek_v31", "deepseek", "deepseek_r1")

@@ -1,0 +1,525 @@
+"""The ``<invoke name="…"><parameter name="…">value</parameter></invoke>`` family.
+
+One state machine, configured per family by its markers:
+
+* MiniMax-M2 (``minimax_m2``): ``<minimax:tool_call>`` wrapper, ``<invoke name="f">``,
+  ``<parameter name="k">v</parameter>``;
+* DeepSeek V3.2 / V4 DSML (``deepseek_v32``, alias ``deepseek_v4``):
+  ``<｜DSML｜function_calls>`` (V3.2) or ``<｜DSML｜tool_calls>`` (V4) wrappers,
+  ``<｜DSML｜invoke name="f">``, ``<｜DSML｜parameter name="k" string="true|false">v…``;
+* MiniMax-M3 (``minimax_m3``): every tag prefixed by ``]<]minimax[>[``; a parameter
+  is the element ``<k>v</k>`` and nested objects / arrays are child elements
+  (``<item>`` for array members);
+* Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`.glimmer`).
+
+Values are text (a closing tag inside a value is text unless markup that may follow a
+parameter, or the end of the output, follows it). A parameter whose tool schema declares a type is converted to it
+(:func:`~.xml_values.typed_value`); without a schema the text is kept, except a DSML
+value marked ``string="false"``, which is read as JSON when it parses. Each finished
+parameter is emitted as a JSON member (:class:`~.xml_values.JsonMembers`), so the
+argument text is the same however the output is cut.
+
+Policy (``docs/parsing.md``): text outside the wrapper is content; a wrapper with
+nothing after it is markup; an invoke whose parameters are complete is valid even
+without its closing tags (a cut closing tag is content); a header, parameter or
+value cut off, or markup that is not a parameter, flags the call (``truncated`` /
+``malformed``) with the raw text up to the end of the invoke (or wrapper); other
+text inside the wrapper is a nameless call flagged ``not a tool call``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .base import WS, register_tool_parser
+from .blocks import BlockParser
+from .json_stream import loads_or_none
+from .xml_values import JsonMembers, parameter_schema, typed_value
+
+#: The longest tag header (``<invoke name="…">``) held back while waiting for its ``>``.
+MAX_HEADER = 1024
+_TAG_REST = re.compile(r"""(?:[^>"']|"[^"]*"|'[^']*')*>""")
+_ATTR = re.compile(r"""([^\s=>"']+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""")
+_MALFORMED = "malformed invoke parameters"
+#: Schema keys that declare a parameter's type (see :func:`~.xml_values.typed_value`).
+_TYPE_KEYS = ("type", "anyOf", "oneOf", "enum", "properties")
+
+
+def tag_attributes(header: str) -> dict[str, str]:
+    """The ``key="value"`` attributes of a tag header (quotes ``"``/``'`` or none)."""
+    return {m[1]: next(v for v in m.groups()[1:] if v is not None) for m in _ATTR.finditer(header)}
+
+
+def _declares_type(schema: Any) -> bool:
+    return isinstance(schema, Mapping) and any(k in schema for k in _TYPE_KEYS)
+
+
+class InvokeParser(BlockParser):
+    """Wrapper → ``invoke`` (name attribute) → parameters → value (see module doc).
+
+    Configured by class attributes: :attr:`starts` / :attr:`ends` (wrapper
+    markers, state ``calls``), :attr:`invoke_open` (a tag whose header carries
+    ``name``), :attr:`invoke_close`, :attr:`param_open` / :attr:`param_close`.
+    Subclasses change how a parameter is written (:meth:`_s_param_head`,
+    :meth:`value_markers`) and decoded (:meth:`decode`).
+
+    States: ``text``, ``calls`` (between invokes), ``head`` (invoke header),
+    ``params`` (between parameters), ``param_head``, ``value``, ``junk``.
+    """
+
+    invoke_open: ClassVar[str] = "<invoke"
+    invoke_close: ClassVar[str] = "</invoke>"
+    param_open: ClassVar[str] = "<parameter"
+    param_close: ClassVar[str] = "</parameter>"
+
+    _name = ""
+    _index = 0
+    _key = ""
+    _raw = ""  # the open parameter's tag text, for a broken call's raw arguments
+    _members: JsonMembers | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._parts: list[str] = []
+        self._attrs: Mapping[str, str] = {}
+        self._junk_ends: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ helpers
+    def read_header(self) -> tuple[str, bool] | None:
+        """The tag header at ``pos`` up to its ``>`` (consumed): ``(text, complete)``.
+
+        None while it may still complete; ``complete`` False when it cannot
+        (the stream ended, or longer than :data:`MAX_HEADER`): then everything
+        is consumed and returned.
+        """
+        m = _TAG_REST.match(self.buf, self.pos)
+        if m is not None and m.end() - self.pos <= MAX_HEADER:
+            self.pos = m.end()
+            return m.group()[:-1], True
+        if not self.final and len(self.buf) - self.pos < MAX_HEADER:
+            return None
+        text = self.buf[self.pos :]
+        self.pos = len(self.buf)
+        return text, False
+
+    def schema(self, key: str) -> Any:
+        return parameter_schema(self.out.tool_schema(self._name), key)
+
+    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
+        """A parameter value: converted per its schema; the text when no type is declared."""
+        return typed_value(text, schema)
+
+    def value_markers(self) -> tuple[str, ...]:
+        """The markers that end the open parameter's value."""
+        return (self.param_close,)
+
+    def _fail(self, reason: str, raw: str = "") -> bool:
+        """Flag the open call; ``raw`` and the rest of the invoke are its arguments."""
+        self.out.args(self._index, raw)
+        self.out.fail(self._index, reason)
+        self.junk_index = self._index
+        self._junk_ends = (self.invoke_close,)
+        self._members = None
+        self.state = "junk"
+        return True
+
+    def _close_call(self) -> None:
+        assert self._members is not None
+        self._members.close()
+        self._members = None
+        self.out.check_arguments(self._index)
+
+    # ------------------------------------------------------------------ states
+    def _s_calls(self) -> bool:
+        if not self.skip_ws():
+            if self.final:
+                self.end_block()
+                return True
+            return False
+        assert self.cur_end is not None
+        hit = self.at_marker(self.cur_end)
+        if hit is None:
+            return False
+        if hit:
+            self.end_block()
+            return True
+        hit = self.at_marker(self.invoke_open)
+        if hit is None:
+            return False
+        if hit:
+            self.state = "head"
+            return True
+        self.junk_index = self.out.start_call("", error="not a tool call")
+        self._junk_ends = (self.invoke_open,)
+        self.state = "junk"
+        return True
+
+    def _s_head(self) -> bool:
+        got = self.read_header()
+        if got is None:
+            return False
+        header, complete = got
+        is_tag = complete and header[:1] in ("", *WS)  # not "<invoked …>"
+        name = tag_attributes(header).get("name", "").strip() if is_tag else ""
+        if not name:
+            reason = "truncated" if self.final and not complete else "no tool name"
+            self._index = self.out.start_call("", error=reason)
+            return self._fail(reason, self.invoke_open + header + (">" if complete else ""))
+        self._name = name
+        self._index = self.out.start_call(name)
+        self._members = JsonMembers(self.out, self._index)
+        self.state = "params"
+        return True
+
+    def _s_params(self) -> bool:
+        if not self.skip_ws():
+            if self.final:  # complete parameters, no closing tags
+                self._close_call()
+                self.end_block()
+                return True
+            return False
+        assert self.cur_end is not None
+        for marker in (self.invoke_close, self.cur_end, self.param_open):
+            hit = self.at_marker(marker)
+            if hit is None:
+                return False
+            if not hit:
+                continue
+            if marker == self.param_open:
+                self._raw = marker
+                self.state = "param_head"
+                return True
+            self._close_call()
+            if marker == self.invoke_close:
+                self.state = "calls"
+            else:
+                self.end_block()
+            return True
+        rest = self.buf[self.pos :]
+        if self.final:
+            if self.invoke_close.startswith(rest) or self.cur_end.startswith(rest):
+                self.pos = len(self.buf)  # a cut closing tag: the call is complete
+                self._close_call()
+                self.out.content(rest)
+                self.end_block()
+                return True
+            if self.param_open.startswith(rest):
+                self.pos = len(self.buf)
+                return self._fail("truncated", rest)
+        return self._fail(_MALFORMED)
+
+    def _s_param_head(self) -> bool:
+        got = self.read_header()
+        if got is None:
+            return False
+        header, complete = got
+        self._raw += header + (">" if complete else "")
+        if complete and header[:1] in WS:
+            self._attrs = tag_attributes(header)
+            self._key = self._attrs.get("name", "")
+            if self._key:
+                self._parts = []
+                self.state = "value"
+                return True
+        return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
+
+    def _s_value(self) -> bool:
+        end, marker, resume = self.end_set(*self.value_markers()).split(
+            self.buf, self.pos, self.real
+        )
+        if marker is None and self.final:
+            cut = self.buf[end:]
+            self._parts.append(self.buf[self.pos : end])
+            self.pos = len(self.buf)
+            if self.cut_close(cut):  # the value ends in a cut closing tag: complete
+                self._member()
+                self._close_call()
+                self.out.content(cut)
+                self.end_block()
+                return True
+            return self._fail("truncated", self._raw + "".join(self._parts) + cut)
+        self._parts.append(self.buf[self.pos : end])
+        self.pos = end
+        if marker is None:
+            return False
+        if not self.value_marker(marker):
+            closes = self._closes(resume)
+            if closes is None:
+                return False  # the closing tag stays in the buffer until what follows decides
+            if closes:
+                self.pos = resume
+                self._member()
+                self.state = "params"
+                return True
+            self._parts.append(marker)  # a closing tag quoted inside the value
+        self.pos = resume
+        return True
+
+    def _closes(self, at: int) -> bool | None:
+        """Whether the closing tag ending at ``at`` ends the value: it does when what follows
+        (after whitespace) is markup that may follow a parameter, or the end of the output;
+        None while undecided."""
+        buf, n = self.buf, len(self.buf)
+        while at < n and buf[at] in WS:
+            at += 1
+        if at == n:
+            return True if self.final else None
+        assert self.cur_end is not None
+        rest = buf[at:]
+        for marker in (self.param_open, self.invoke_close, self.cur_end):
+            if rest.startswith(marker):
+                return True
+            if marker.startswith(rest):  # cut: wait, or at the end of output it follows
+                return True if self.final else None
+        return False
+
+    def value_marker(self, marker: str) -> bool:
+        """A marker inside a value that does not end it (kept as value text): True."""
+        return False
+
+    def cut_close(self, cut: str) -> bool:
+        """Whether output ending in ``cut`` (a held-back marker prefix) ended in the value's
+        closing tag (at least its ``</``), so the value is complete."""
+        return len(cut) >= 2 and self.param_close.startswith(cut)
+
+    def _member(self) -> None:
+        text = "".join(self._parts)
+        self._parts = []
+        assert self._members is not None
+        self._members.member(self._key, self.decode(text, self._attrs, self.schema(self._key)))
+
+    def _s_junk(self) -> bool:
+        """A broken call's (or stray) text, up to the end of its invoke or of the wrapper."""
+        assert self.junk_index is not None and self.cur_end is not None
+        ends = (*self._junk_ends, self.cur_end)
+        end, marker, resume = self.end_set(*ends).split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        self.out.args(self.junk_index, self.buf[self.pos : end])
+        self.pos = resume
+        if marker is None:
+            return False
+        self.junk_index = None
+        if marker == self.cur_end:
+            self.end_block()
+        else:
+            self.state = "head" if marker == self.invoke_open else "calls"
+        return True
+
+
+def invoke_parser(
+    name: str,
+    calls: tuple[str, str],
+    invoke: tuple[str, str] = ("<invoke", "</invoke>"),
+    parameter: tuple[str, str] = ("<parameter", "</parameter>"),
+    special: tuple[str, ...] = (),
+) -> type[InvokeParser]:
+    """An :class:`InvokeParser` for other markers: ``calls`` is the wrapper (open, close),
+    ``invoke`` / ``parameter`` the tag openings (``<invoke``, without ``>``) and closing
+    tags; ``special`` the markers that are single special tokens. Not registered."""
+    attrs = {
+        "name": name,
+        "starts": {calls[0]: "calls"},
+        "end": calls[1],
+        "invoke_open": invoke[0],
+        "invoke_close": invoke[1],
+        "param_open": parameter[0],
+        "param_close": parameter[1],
+        "special_markers": special,
+        "__doc__": f"``{calls[0]}{invoke[0]} name=…>{parameter[0]} name=…>`` calls.",
+        "__module__": __name__,
+    }
+    return type(f"InvokeParser_{name}", (InvokeParser,), attrs)
+
+
+# ---------------------------------------------------------------------- MiniMax-M2
+_MM_CALL, _MM_CALL_END = "<minimax:tool_call>", "</minimax:tool_call>"
+
+
+class MiniMaxM2Parser(InvokeParser):
+    """MiniMax-M2 / M2.1: ``<minimax:tool_call><invoke name="f"><parameter name="k">v…``."""
+
+    name = "minimax_m2"
+    special_markers = (_MM_CALL, _MM_CALL_END)
+    starts: ClassVar[Mapping[str, str]] = {_MM_CALL: "calls"}
+    end = _MM_CALL_END
+
+
+# ---------------------------------------------------------------------- DeepSeek DSML
+_DSML = "｜DSML｜"
+_FC, _FC_END = f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"
+_TC, _TC_END = f"<{_DSML}tool_calls>", f"</{_DSML}tool_calls>"
+
+
+class DeepSeekDSMLParser(InvokeParser):
+    """DeepSeek V3.2 (``function_calls``) and V4 (``tool_calls``) DSML blocks.
+
+    ``string="true"`` values are text, ``string="false"`` values JSON; a type the
+    tool schema declares wins over the attribute (as the model's own prompt asks
+    for schema-conforming values).
+    """
+
+    name = "deepseek_v32"
+    starts: ClassVar[Mapping[str, str]] = {_FC: "calls", _TC: "calls"}
+    ends: ClassVar[Mapping[str, str | None]] = {_FC: _FC_END, _TC: _TC_END}
+    invoke_open = f"<{_DSML}invoke"
+    invoke_close = f"</{_DSML}invoke>"
+    param_open = f"<{_DSML}parameter"
+    param_close = f"</{_DSML}parameter>"
+
+    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
+        if _declares_type(schema):
+            return typed_value(text, schema)
+        if attrs.get("string", "").strip().lower() == "false":
+            ok, value = loads_or_none(text.strip())
+            if ok:
+                return value
+        return text
+
+
+# ---------------------------------------------------------------------- MiniMax-M3
+MM3_NS = "]<]minimax[>["
+_MAX_DEPTH = 64
+
+
+class MiniMaxM3Parser(InvokeParser):
+    """MiniMax-M3: ``NS<tool_call>`` wrapper, ``NS<invoke name="f">``, parameters as
+    elements ``NS<k>v NS</k>`` whose nested objects / arrays are child elements
+    (``NS`` = ``]<]minimax[>[``; see module doc)."""
+
+    name = "minimax_m3"
+    starts: ClassVar[Mapping[str, str]] = {MM3_NS + "<tool_call>": "calls"}
+    end = MM3_NS + "</tool_call>"
+    invoke_open = MM3_NS + "<invoke"
+    invoke_close = MM3_NS + "</invoke>"
+    param_open = MM3_NS + "<"
+
+    _depth = 0
+
+    def _s_param_head(self) -> bool:
+        got = self.read_header()
+        if got is None:
+            return False
+        key, complete = got
+        self._raw += key + (">" if complete else "")
+        if not complete or not key or key.startswith("/"):
+            return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
+        self._key, self._attrs, self._parts, self._depth = key, {}, [], 0
+        self.state = "value"
+        return True
+
+    def value_markers(self) -> tuple[str, ...]:
+        return (f"{MM3_NS}<{self._key}>", f"{MM3_NS}</{self._key}>")
+
+    def value_marker(self, marker: str) -> bool:
+        """Nested elements named like the parameter: count them, keep them as value text."""
+        if marker.startswith(MM3_NS + "</"):
+            if not self._depth:
+                return False
+            self._depth -= 1
+        else:
+            self._depth += 1
+        self._parts.append(marker)
+        return True
+
+    def cut_close(self, cut: str) -> bool:
+        closer = f"{MM3_NS}</{self._key}>"
+        return cut.startswith(MM3_NS + "</") and closer.startswith(cut) and not self._depth
+
+    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
+        return element_value(text, schema)
+
+
+def _children(text: str) -> list[tuple[str, str]] | None:
+    """The ``NS<tag>…NS</tag>`` children of an element's text, or None if it is not
+    a sequence of elements (text outside them, unbalanced tags)."""
+    out: list[tuple[str, str]] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in WS:
+            pos += 1
+        if pos == n:
+            return out
+        if not text.startswith(MM3_NS + "<", pos):
+            return None
+        gt = text.find(">", pos + len(MM3_NS))
+        tag = text[pos + len(MM3_NS) + 1 : gt] if gt >= 0 else ""
+        if not tag or tag.startswith("/"):
+            return None
+        opener, closer = f"{MM3_NS}<{tag}>", f"{MM3_NS}</{tag}>"
+        depth, at = 1, gt + 1
+        start = at
+        while depth:
+            c = text.find(closer, at)
+            if c < 0:
+                return None
+            o = text.find(opener, at, c)
+            if o >= 0:
+                depth, at = depth + 1, o + len(opener)
+            else:
+                depth, at = depth - 1, c + len(closer)
+        out.append((tag, text[start : at - len(closer)]))
+        pos = at
+
+
+def _sub_schema(schema: Any, key: str | None) -> Any:
+    """The schema of an object member ``key`` (a property, else ``additionalProperties``) or of
+    array items (``None``)."""
+    if not isinstance(schema, Mapping):
+        return None
+    if key is None:
+        return schema.get("items")
+    return parameter_schema(schema, key) or schema.get("additionalProperties")
+
+
+def element_value(text: str, schema: Any, depth: int = 0) -> Any:
+    """A MiniMax-M3 element's value: child elements → an array when the schema says so or
+    (without an object schema) all are ``<item>``, else an object (a repeated member becomes
+    a list); text → converted per ``schema``."""
+    kinds = _schema_kinds(schema)
+    if MM3_NS in text and depth < _MAX_DEPTH:
+        children = _children(text)
+        if children:
+            if "array" in kinds or (
+                "object" not in kinds and all(tag == "item" for tag, _ in children)
+            ):
+                item = _sub_schema(schema, None)
+                return [element_value(v, item, depth + 1) for _, v in children]
+            counts = Counter(tag for tag, _ in children)
+            members: dict[str, Any] = {}
+            for tag, v in children:
+                sub = _sub_schema(schema, tag)
+                if counts[tag] == 1:
+                    members[tag] = element_value(v, sub, depth + 1)
+                    continue
+                if "array" in _schema_kinds(sub):
+                    sub = _sub_schema(sub, None)
+                members.setdefault(tag, []).append(element_value(v, sub, depth + 1))
+            return members
+    if not text.strip() and kinds and kinds[0] in ("array", "object"):
+        return [] if kinds[0] == "array" else {}
+    return typed_value(text, schema)
+
+
+def _schema_kinds(schema: Any) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    found = [
+        k for sub in (schema.get("anyOf") or schema.get("oneOf") or ()) for k in _schema_kinds(sub)
+    ]
+    if not found and isinstance(schema.get("properties"), Mapping):
+        found.append("object")
+    return found
+
+
+register_tool_parser(MiniMaxM2Parser, "minimax-m2")
+register_tool_parser(DeepSeekDSMLParser, "deepseek_v4", "deepseek-v32", "deepseek-v4", "dsml")
+register_tool_parser(MiniMaxM3Parser, "minimax-m3")
