@@ -2,5 +2,17 @@
 
 from __future__ import annotations
 
-from . import chatglm, command_r, deepseek, granite, hermes, internlm2, llama3, mistral  # noqa: F401
+from . import (  # noqa: F401
+    chatglm,
+    command_r,
+    deepseek,
+    gemma4,
+    granite,
+    hermes,
+    internlm2,
+    jamba,
+    llama3,
+    mistral,
+    pythonic,
+)
 from .reasoning import ThinkParser  # noqa: F401
