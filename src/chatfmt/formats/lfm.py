@@ -1,7 +1,8 @@
 """Liquid AI LFM2 / LFM2.5: ChatML turns, pythonic tool calls between ``<|tool_call_start|>`` markers.
 
 The official Jinja files are shipped and rendered as they are (no native
-template); the entries add the model facts and the ``lfm2`` tool parser. Only
+template); the entries add the model facts, the ``lfm2`` tool parser and the
+``think`` reasoning parser (LFM2 models write ``<think>…</think>`` when asked to reason). Only
 ``LFM2.5-8B-A1B.jinja`` renders assistant tool calls
 (``<|tool_call_start|>[f(a='x', n=1)]<|tool_call_end|>``) and reasoning
 (``<think>…</think>``); the other two write the message content only.
@@ -23,6 +24,7 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("LiquidAI/LFM2-8B-A1B",),
         aliases=("lfm2-8b-a1b",),
         tool_parser="lfm2",
+        reasoning_parser="think",
         generation=GenerationConfig(
             stop_words=_STOP,
             temperature=0.3,

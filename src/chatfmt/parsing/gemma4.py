@@ -41,7 +41,8 @@ _BARE_KEY = re.compile(r"[^:{}\[\],<]+")
 _BARE_TOKEN = re.compile(r"[^,{}\[\]<]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")
 _SPECIAL = re.compile(r"[{}\[\],<]")
-_WORDS: dict[str, Any] = {"true": True, "false": False, "null": None}
+#: Bare words with a JSON value (``None``: how the official template, under Python Jinja, writes null).
+_WORDS: dict[str, Any] = {"true": True, "false": False, "null": None, "None": None}
 
 
 class GemmaSyntaxError(ValueError):
