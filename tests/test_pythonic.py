@@ -438,6 +438,16 @@ POLICY: list[tuple[str, str, str, list[tuple[str, str | None, str]], str | None]
         [("f", None, '{"a": 1}')],
         None,
     ),
+    # after a call, text that does not go on with calls is content, comma and spaces included
+    ("list_then_prose", "pythonic", "[f(a=1), 5] tail", [("f", None, '{"a": 1}')], ", 5] tail"),
+    ("call_then_words", "pythonic", "[f(a=1) oops]", [("f", None, '{"a": 1}')], " oops]"),
+    (
+        "block_call_then_junk",
+        "lfm2",
+        f"{LFM_START}[f(a=1) , 5]{LFM_END}z",
+        [("f", None, '{"a": 1}'), ("", "not a tool call", ", 5]")],
+        "z",
+    ),
     # outside blocks LFM2 writes prose: a bare list is content
     ("lfm2_bare_list", "lfm2", "[f(a=1)]", [], "[f(a=1)]"),
     (

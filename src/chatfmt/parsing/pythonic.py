@@ -427,22 +427,31 @@ class PythonicParser(BlockParser):
         return True
 
     def _s_py_after(self) -> bool:
-        if not self.skip_ws():
+        """After a call: ``,`` (another call?), ``]``, the end marker, or the end of the calls.
+
+        Whitespace is looked past, not consumed, until it is known to be markup: when
+        the calls end in bare text it stays content.
+        """
+        buf = self.buf
+        at = _skip_ws(buf, self.pos)
+        if at == len(buf):
             if self.final:
+                if self.cur_end:
+                    self.pos = at
                 self.end_block()
                 return True
             return False
-        c = self.buf[self.pos]
+        c = buf[at]
         if c == ",":
-            self.pos += 1
             self.state = "py_next"
             return True
         if c == "]" and self.bracketed:
-            self.pos += 1
+            self.pos = at + 1
             self.bracketed = False
             self.state = "after_list" if self.cur_end else "text"
             return True
         if self.cur_end:
+            self.pos = at
             hit = self.at_marker(self.cur_end)
             if hit is None:
                 return False
@@ -453,13 +462,17 @@ class PythonicParser(BlockParser):
         return True
 
     def _s_py_next(self) -> bool:
-        head = call_head(self.buf, self.pos, self.final)
+        """At ``,`` after a call: the next call, else the calls end (the comma is not markup)."""
+        comma = _skip_ws(self.buf, self.pos)
+        head = call_head(self.buf, comma + 1, self.final)
         if head is None:
             return False
         if head:
             self._start_py_call(*head)
-        else:
-            self._not_calls()
+            return True
+        if self.cur_end:
+            self.pos = comma
+        self._not_calls()
         return True
 
     def close(self) -> None:
