@@ -10,10 +10,12 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chatfmt
-from _streaming import assert_stream_equals_whole
-from chatfmt.parsing import end_of_turn_markers
+from _streaming import assert_stream_equals_whole, call_ids, stream_deltas
+from chatfmt.parsing import end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing.gemma4 import GemmaSyntaxError, gemma_value
 
 Calls = list[tuple[str, dict[str, Any]]]
@@ -416,3 +418,47 @@ def test_rendered_turn_parses_back(name: str, thinking: bool) -> None:
     assert _calls(msg) == [("book", ARGS), ("book", {})]
     assert msg["content"] == "Booking it."
     assert msg["reasoning_content"] == "The user wants a trip."
+
+
+_STRINGS = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12).filter(
+    lambda s: Q not in s
+)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _STRINGS
+)
+_KEYS = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(st.dictionaries(_KEYS, _VALUES, max_size=4), st.integers(1, 9))
+def test_template_written_calls_parse_back(args: dict[str, Any], chunk: int) -> None:
+    """Any arguments the official template writes parse back to themselves, however cut."""
+    history = [{"role": "user", "content": "q"}]
+    turn = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "a",
+                "type": "function",
+                "function": {"name": "f", "arguments": json.dumps(args)},
+            }
+        ],
+    }
+    prompt = chatfmt.render(history, "gemma4", enable_thinking=True)
+    full = chatfmt.render(
+        [*history, turn], "gemma4", add_generation_prompt=False, enable_thinking=True
+    )
+    output = full[len(prompt) :]
+    parts = [output[i : i + chunk] for i in range(0, len(output), chunk)]
+    msg = merge_deltas(stream_deltas(parts, "gemma4", id_factory=call_ids, enable_thinking=True))
+    assert msg == parse(output, "gemma4", id_factory=call_ids, enable_thinking=True)
+    assert _calls(msg) == [("f", json.loads(json.dumps(args)))]

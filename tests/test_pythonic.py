@@ -12,6 +12,8 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import chatfmt
 from _streaming import assert_stream_equals_whole, call_ids, stream_deltas
@@ -624,3 +626,24 @@ def test_lfm2_reasoning_then_call() -> None:
     assert msg["reasoning_content"] == "I need to call a function"
     assert msg["content"] == "Let me check the time."
     assert _calls(msg) == [("get_time", {"city": "Paris"})]
+
+
+_JSON_SCALARS = st.none() | st.booleans() | st.integers(-(10**12), 10**12) | st.text(max_size=12)
+_JSON = st.recursive(
+    _JSON_SCALARS | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+_KEYS = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+
+
+@given(st.dictionaries(_KEYS, _JSON, max_size=4), st.integers(1, 7))
+def test_python_written_calls_parse_back(args: dict[str, Any], chunk: int) -> None:
+    """Any call Python's ``repr`` writes parses back to its arguments, however it is cut."""
+    text = "[f(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + "), g()]"
+    parts = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    msg = merge_deltas(stream_deltas(parts, "pythonic", id_factory=call_ids))
+    assert msg == parse(text, "pythonic", id_factory=call_ids)
+    assert _calls(msg) == [("f", json.loads(json.dumps(args))), ("g", {})]
