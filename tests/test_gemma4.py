@@ -216,6 +216,38 @@ PEER_CASES: list[tuple[str, str, Calls, str | None, str | None]] = [
         None,
         None,
     ),
+    # vLLM tests/tool_parsers/test_gemma4_regex_and_bare_calls.py (output variations)
+    (
+        "vllm/turn_end_closes_call",
+        f"<|tool_call>call:gdb{{args:{Q}-batch -ex run /tmp/poc{Q}}}<turn|>",
+        [("gdb", {"args": "-batch -ex run /tmp/poc"})],
+        None,
+        None,
+    ),
+    (
+        "vllm/sequential_with_newline",
+        _call("read_file", f"path:{Q}/work/Makefile{Q}")
+        + "\n"
+        + _call("bash", f"command:{Q}make -j8{Q}"),
+        [("read_file", {"path": "/work/Makefile"}), ("bash", {"command": "make -j8"})],
+        None,
+        None,
+    ),
+    (
+        "vllm/bare_call_after_thought",
+        "<|channel>thought\nI need to read the entry source file.\n<channel|>"
+        f"call:bash{{command:{Q}cat /work/src/entry.c{Q}}}",
+        [("bash", {"command": "cat /work/src/entry.c"})],
+        None,
+        "I need to read the entry source file.",
+    ),
+    (
+        "vllm/colon_prefixed",
+        f"<|tool_call>:call:bash{{command:{Q}pytest{Q}}}",
+        [("bash", {"command": "pytest"})],
+        None,
+        None,
+    ),
     (
         "vllm/trailing_dot_float",
         _call("f", "left:108.,right:22.8"),
@@ -289,6 +321,12 @@ POLICY: list[tuple[str, str, list[tuple[str, str | None, str]], str | None]] = [
         " and text",
     ),
     ("start_marker_at_end", "Text<|tool_call>", [], "Text"),
+    (
+        "bare_call_in_prose_is_text",
+        f"some prose\ncall:bash{{command:{Q}ls{Q}}}",
+        [],
+        f"some prose\ncall:bash{{command:{Q}ls{Q}}}",
+    ),
     (
         "bare_word_is_text",
         "<|tool_call>call:f{unit:celsius}<tool_call|>",

@@ -35,8 +35,11 @@ THOUGHT = "thought"
 #: How far a head (``call:NAME{``) or a key may run before it is decided to be broken.
 LOOKAHEAD = 256
 
-_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
-_HEAD_PREFIX = re.compile(r"(?:c(?:a(?:l(?:l(?::[A-Za-z0-9_.\-]*)?)?)?)?)?")
+#: ``call:NAME{`` (models sometimes write a stray ``:`` first: ``<|tool_call>:call:…``).
+_HEAD = re.compile(r":?call:([A-Za-z0-9_.\-]+)\{")
+_HEAD_PREFIX = re.compile(r":?(?:c(?:a(?:l(?:l(?::[A-Za-z0-9_.\-]*)?)?)?)?)?")
+#: A bare head (no ``<|tool_call>``), accepted only where the answer starts.
+_BARE_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
 _BARE_KEY = re.compile(r"[^:{}\[\],<]+")
 _BARE_TOKEN = re.compile(r"[^,{}\[\]<]+")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")
@@ -342,6 +345,7 @@ class Gemma4Parser(BlockParser):
         self._thought_ws = ""  # trailing whitespace of a thought, held back
         self._thought_lead = True
         self._thoughts = 0  # thoughts with text so far (a later one is set apart by a blank line)
+        self.state = "lead"
 
     def _s_channel(self) -> bool:
         """After ``<|channel>``: the channel name ``thought`` is markup (a thought between calls)."""
@@ -375,8 +379,30 @@ class Gemma4Parser(BlockParser):
             self._thought_ws += text
         if marker is None and not self.final:
             return False
-        self.end_block()
+        self.state = "lead"
         return marker is not None
+
+    def _s_lead(self) -> bool:
+        """Where the answer starts (the output's start, after a thought): a bare ``call:NAME{``
+        — Gemma 4 sometimes drops ``<|tool_call>`` right after its thought — is a call."""
+        buf = self.buf
+        at = _ws(buf, self.pos)
+        m = _BARE_HEAD.match(buf, at)
+        if m is not None:
+            self._open_call(m.group(1), m.end())
+            return True
+        rest = buf[at:]
+        maybe = _HEAD_PREFIX.fullmatch(rest) and not rest.startswith(":")
+        if maybe and not self.final and len(rest) < LOOKAHEAD:
+            return False
+        self.state = "text"
+        return True
+
+    def _open_call(self, name: str, at: int) -> None:
+        index = self.out.start_call(name)
+        self.args = Gemma4Args(self.out, index, self.out.tool_schema(name))
+        self.pos = at
+        self.state = "args"
 
     def _s_head(self) -> bool:
         buf, pos = self.buf, self.pos
@@ -391,11 +417,7 @@ class Gemma4Parser(BlockParser):
             self.junk_index = self.out.start_call("", error="not a tool call")
             self.state = "junk"
             return True
-        name = m.group(1)
-        index = self.out.start_call(name)
-        self.args = Gemma4Args(self.out, index, self.out.tool_schema(name))
-        self.pos = m.end()
-        self.state = "args"
+        self._open_call(m.group(1), m.end())
         return True
 
     def _s_args(self) -> bool:
