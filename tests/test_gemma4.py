@@ -500,3 +500,10 @@ def test_template_written_calls_parse_back(args: dict[str, Any], chunk: int) -> 
     msg = merge_deltas(stream_deltas(parts, "gemma4", id_factory=call_ids, enable_thinking=True))
     assert msg == parse(output, "gemma4", id_factory=call_ids, enable_thinking=True)
     assert _calls(msg) == [("f", json.loads(json.dumps(args)))]
+
+
+def test_deep_nesting_is_flagged_not_a_crash() -> None:
+    text = "<|tool_call>call:f{a:" + "[" * 5000 + "]" * 5000 + "}<tool_call|>"
+    msg = parse(text, "gemma4")
+    (call,) = msg["tool_calls"]
+    assert call["error"] == "argument 'a' does not read: nested too deeply"

@@ -647,3 +647,11 @@ def test_python_written_calls_parse_back(args: dict[str, Any], chunk: int) -> No
     msg = merge_deltas(stream_deltas(parts, "pythonic", id_factory=call_ids))
     assert msg == parse(text, "pythonic", id_factory=call_ids)
     assert _calls(msg) == [("f", json.loads(json.dumps(args))), ("g", {})]
+
+
+def test_deep_nesting_is_flagged_not_a_crash() -> None:
+    text = "[f(a=" + "[" * 5000 + "]" * 5000 + ")]"
+    msg = parse(text, "pythonic")
+    (call,) = msg["tool_calls"]
+    assert call["error"].startswith("argument 'a' is not a literal")
+    assert call["function"]["arguments"] == text[3:-2]
