@@ -255,6 +255,33 @@ PEER_CASES: list[tuple[str, str, str, Calls, str | None]] = [
         [("get_candidate_status", {"candidate_id": "12345"})],
         None,
     ),
+    (
+        "lfm2/leading_and_trailing_content",
+        "lfm2",
+        "Let me check. " + _lfm("get_candidate_status(candidate_id='12345')", "\nDone."),
+        [("get_candidate_status", {"candidate_id": "12345"})],
+        "Let me check. \nDone.",
+    ),
+    (
+        "lfm2/list_of_json_dicts",
+        "lfm2",
+        _lfm(
+            'grocery.orderIngredients(ingredientList=[{"name": "apple", "quantity": "2"}, '
+            '{"name": "bread", "quantity": "1"}])'
+        ),
+        [
+            (
+                "grocery.orderIngredients",
+                {
+                    "ingredientList": [
+                        {"name": "apple", "quantity": "2"},
+                        {"name": "bread", "quantity": "1"},
+                    ]
+                },
+            )
+        ],
+        None,
+    ),
     # llama.cpp tests/test-chat.cpp (LFM2-8B-A1B peg_tester cases)
     (
         "llamacpp/lfm2_int",
@@ -449,6 +476,15 @@ POLICY: list[tuple[str, str, str, list[tuple[str, str | None, str]], str | None]
         f"{LFM_START}[f(a=1) , 5]{LFM_END}z",
         [("f", None, '{"a": 1}'), ("", "not a tool call", ", 5]")],
         "z",
+    ),
+    # vLLM hides an echoed call body after the block (test_lfm2_tool_parser.py
+    # test_echoed_tool_call_body_not_leaked_to_content); chatfmt never drops text: it is content
+    (
+        "lfm2_echoed_body",
+        "lfm2",
+        f"{LFM_START}[f(a=1)]{LFM_END}[f(a=1)]{LFM_END}",
+        [("f", None, '{"a": 1}')],
+        f"[f(a=1)]{LFM_END}",
     ),
     # outside blocks LFM2 writes prose: a bare list is content
     ("lfm2_bare_list", "lfm2", "[f(a=1)]", [], "[f(a=1)]"),
