@@ -14,6 +14,7 @@ is this template, parsers included.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -22,6 +23,7 @@ from ..errors import TemplateError
 from ..registry import REGISTRY
 from .recognize import fingerprint, official_source
 from .template import JinjaTemplate
+from .trace import TurnInfo
 
 
 class PackagedTemplate(JinjaTemplate):
@@ -83,6 +85,15 @@ class PackagedTemplate(JinjaTemplate):
         if self._generation is not None:
             return self._generation
         return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
+
+    def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
+        """The probed turn markers, plus the given stop words (a turn with tool calls may end at
+        one that a plain answer never shows, e.g. Gemma 4's ``<|tool_response>``)."""
+        info = super().turn_info(opts, merge)
+        if self._generation is None:
+            return info
+        extra = tuple(w for w in self._generation.all_stop_words if w and w not in info.end_of_turn)
+        return replace(info, end_of_turn=info.end_of_turn + extra) if extra else info
 
     def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
         """This template with other tokenizer-config ``variables`` (same name and parsers)."""
