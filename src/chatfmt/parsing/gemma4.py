@@ -128,16 +128,6 @@ def gemma_value(text: str) -> Any:
     return value
 
 
-def _held(text: str, start: int) -> int:
-    """Length of a suffix of ``text[start:]`` that may be the start of ``<|"|>`` or the end marker."""
-    n = len(text)
-    for k in range(min(len(CALL_END) - 1, n - start), 0, -1):
-        tail = text[n - k :]
-        if QUOTE.startswith(tail) or CALL_END.startswith(tail):
-            return k
-    return 0
-
-
 class Gemma4Args:
     """Scans ``key:value,…}`` (after a call's ``{``) for call ``index``; ``status`` becomes
     ``"done"`` at the closing brace, ``"broken"`` at an end marker inside the arguments,

@@ -97,7 +97,6 @@ class PythonicArgs:
 
     __slots__ = (
         "_depth",
-        "_esc",
         "_failed",
         "_key",
         "_members",
@@ -120,7 +119,6 @@ class PythonicArgs:
         self._raw: list[str] = []  # raw text of the current argument (separators included)
         self._src: list[str] = []  # its value as repaired Python source
         self._quote = ""
-        self._esc = False
         self._depth = 0
         self._failed = False
 
