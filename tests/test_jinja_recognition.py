@@ -396,8 +396,8 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
     tpl = _loaded(name)
     if isinstance(tpl, RecognizedTemplate):
         established = dict(recognize(source).tokens or {})
-    elif isinstance(tpl, PackagedTemplate):  # shipped with the model's own token values
-        established = {k: v for k, v in tpl.variables.items() if k in ("bos_token", "eos_token")}
+    elif isinstance(tpl, PackagedTemplate):  # a shipped template carries its model's tokens
+        established = dict(tpl.variables)
     else:
         established = {}
     settings = [established, {"bos_token": "<s>", "eos_token": "</s>"}, *_CHANGED]
@@ -413,7 +413,7 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
                 # a native template may refuse what the source loses silently (no silent
                 # loss): the refused message's field must really be missing from the source's
                 # render
-                assert isinstance(tpl, RecognizedTemplate), exc
+                assert isinstance(tpl, (RecognizedTemplate, PackagedTemplate)), exc
                 assert _refused_value(messages, exc) not in want, exc
                 continue
             assert got == want, f"{name} {variables}"

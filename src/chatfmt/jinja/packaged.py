@@ -14,7 +14,6 @@ is this template, parsers included.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -87,13 +86,12 @@ class PackagedTemplate(JinjaTemplate):
         return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
 
     def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
-        """The probed turn markers, plus the given stop words (a turn with tool calls may end at
-        one that a plain answer never shows, e.g. Gemma 4's ``<|tool_response>``)."""
+        """The probed generation prompt; the end-of-turn markers are the given stop words
+        (a probe finds the first marker-like text after a reply, e.g. Kimi-K3's ``<|close|>``)."""
         info = super().turn_info(opts, merge)
-        if self._generation is None:
-            return info
-        extra = tuple(w for w in self._generation.all_stop_words if w and w not in info.end_of_turn)
-        return replace(info, end_of_turn=info.end_of_turn + extra) if extra else info
+        if self._generation is not None and self._generation.stop_words:
+            return TurnInfo(info.generation_prompt, self._generation.stop_words)
+        return info
 
     def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
         """This template with other tokenizer-config ``variables`` (same name and parsers)."""
