@@ -32,6 +32,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "hunyuan",
     "internlm",
     "kimi",
+    "lfm",
     "llama",
     "minicpm",
     "minimax",

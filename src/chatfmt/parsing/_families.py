@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     deepseek,
     fireworks,
     functionary,
+    gemma4,
     gigachat,
     glimmer,
     granite,
@@ -18,12 +19,14 @@ from . import (  # noqa: F401
     hunyuan,
     internlm2,
     invoke,
+    jamba,
     kimi,
     kimi_k3,
     llama3,
     minicpm,
     minimax,
     mistral,
+    pythonic,
     solar,
 )
 from .reasoning import ThinkParser  # noqa: F401
