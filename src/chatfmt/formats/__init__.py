@@ -14,6 +14,7 @@ from ..template import Template
 
 #: Every built-in format module, in registration order.
 BUILTIN_MODULES: tuple[str, ...] = (
+    "bielik",
     "chatml",
     "cohere",
     "deepseek",
@@ -22,12 +23,18 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "granite",
     "hermes",
     "internlm",
+    "laguna",
+    "ling",
     "llama",
+    "mimo",
     "misc",
     "mistral",
     "phi",
     "qwen",
+    "reka",
+    "rwkv",
     "smollm",
+    "spark",
     "yi",
 )
 
