@@ -227,8 +227,12 @@ def build_segments(
             trained.append((t_start, eot_end or last))
         boundary = eot_end or last
         cuts.append((boundary, nxt[0] if nxt else None))
+    #: with one ``{% generation %}`` span per assistant message, each span's text is that message's
+    gen_owner: dict[tuple[int, int], int] = {}
     if gens is not None:
         trained = list(gens)
+        if len(gens) == len(assistant):
+            gen_owner = dict(zip(gens, sorted(assistant), strict=True))
     points = sorted(
         {
             0,
@@ -249,6 +253,8 @@ def build_segments(
         si = bisect_right(span_starts, a) - 1
         slot = spans[si].slot if si >= 0 and spans[si].end > a else None
         is_trained = any(ts <= a and z <= te for ts, te in trained)
+        if is_trained and gen_owner:
+            msg = next(o for (ts, te), o in gen_owner.items() if ts <= a and z <= te)
         if slot is not None:
             b.content(real[a:z], slot.owner if slot.owner is not None else None, is_trained)
         else:
