@@ -16,6 +16,7 @@ import pytest
 import chatfmt
 from chatfmt.errors import ChatFmtError, TemplateError
 from chatfmt.jinja import JinjaTemplate, RecognizedTemplate, recognize
+from chatfmt.jinja.packaged import PackagedTemplate
 from chatfmt.jinja.probes import CORE, SHAPED
 from chatfmt.jinja.recognize import fingerprint
 from chatfmt.jinja.shapes import (
@@ -396,6 +397,10 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
     established = (
         dict(recognize(source).tokens or {}) if isinstance(tpl, RecognizedTemplate) else {}
     )
+    if isinstance(tpl, PackagedTemplate):  # shipped with its tokenizer config's values
+        established = {
+            k: tpl.variables[k] for k in ("bos_token", "eos_token") if k in tpl.variables
+        }
     settings = [established, {"bos_token": "<s>", "eos_token": "</s>"}, *_CHANGED]
     for messages, tools, _ in _VARIABLE_CONVERSATIONS:
         for variables in settings:

@@ -90,6 +90,22 @@ _NOT_A_CONTINUATION = [
         ("", "enable_thinking=True"),
         "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
     ),
+    (
+        "spark-x2.5",
+        ("plain", *_CALLS),
+        ("",),
+        "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
+    ),
+    *(
+        (
+            name,
+            ("reasoning",),
+            ("",),
+            "thinking is off by default: the prompt prefills '</think>'; a turn with reasoning is "
+            "rendered with its <think> block",
+        )
+        for name in ("laguna-xs.2", "laguna-xs-2.1")
+    ),
     *(
         (
             name,
@@ -184,6 +200,8 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
             words = end_of_turn_markers(tpl, **opts)
             for kind, turn in TURNS.items():
                 tools = TOOLS if "tool_calls" in turn else None
+                if tools and not tpl.tool_parser:
+                    continue  # no tool-call syntax (a Jinja template may drop the calls)
                 try:
                     prompt = tpl.render(HISTORY, add_generation_prompt=True, tools=tools, **opts)
                     full = tpl.render(
