@@ -4,6 +4,9 @@ The official template (``Bielik-11B-v3.0-Instruct.jinja``) writes ``{{ bos_token
 first, tool calls as ``<tool_call>\\n{json}\\n</tool_call>``, tool results as user turns
 starting with ``<|function_output|>``, and opens ``<think>\\n`` in the generation prompt
 when ``enable_thinking`` is set.
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
 """
 
 from __future__ import annotations
@@ -20,9 +23,7 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("speakleash/Bielik-11B-v3.0-Instruct",),
         tool_parser="hermes",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=("<|im_end|>", "</s>"), session_len=32768, temperature=0.2, top_p=0.95
-        ),
+        generation=GenerationConfig(stop_words=("<|im_end|>", "</s>"), session_len=32768),
         variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
         description=(
             "Bielik 11B v3.0 (official Jinja): ChatML with <s>, <tool_call>{json}</tool_call> "

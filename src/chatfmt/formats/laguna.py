@@ -7,6 +7,9 @@ default, tags without newlines). All write ``〈|EOS|〉`` first, tool calls as
 ``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`` (parsed by
 ``glm45``) and open ``<think>`` (or ``</think>`` with thinking off) in the generation
 prompt. A turn ends with ``</assistant>`` (or the ``〈|EOS|〉`` token).
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
 """
 
 from __future__ import annotations
@@ -16,9 +19,7 @@ from ..jinja.packaged import PackagedTemplate
 from ..template import Template
 
 EOS = "〈|EOS|〉"
-_GENERATION = GenerationConfig(
-    stop_words=("</assistant>", EOS), session_len=131072, temperature=0.7, top_p=0.95
-)
+_GENERATION = GenerationConfig(stop_words=("</assistant>", EOS), session_len=131072)
 _VARIABLES = {"bos_token": EOS, "eos_token": EOS}
 
 

@@ -5,6 +5,9 @@ The official template (``inclusionai-ling-3.0-flash.jinja``) closes every turn w
 ``<tool_call>name\\n<arg_key>k</arg_key>\\n<arg_value>v</arg_value>\\n</tool_call>``
 (parsed by ``glm45``) and opens ``\\n<think>`` in the generation prompt unless thinking is
 off (``enable_thinking=False`` / ``thinking_option='off'`` prefill an empty block).
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
 """
 
 from __future__ import annotations
@@ -23,12 +26,7 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("inclusionAI/Ling-3.0-flash", "inclusionAI/Ling-3.0-flash-fp4"),
         tool_parser="glm45",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=(ROLE_END, "<|endoftext|>"),
-            session_len=262144,
-            temperature=0.7,
-            top_p=0.95,
-        ),
+        generation=GenerationConfig(stop_words=(ROLE_END, "<|endoftext|>"), session_len=262144),
         variables={"bos_token": "", "eos_token": "<|endoftext|>"},
         description=(
             "Ling 3.0 flash (official Jinja): <role>HUMAN</role>…<|role_end|> turns, "

@@ -4,6 +4,9 @@ The official template (``Reka-Edge.jinja``) writes tool calls as
 ``<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`` and, with
 ``enable_thinking=True``, opens ``<think>\\n`` in the generation prompt. A turn ends
 with ``<sep>`` (Reka's model card: stop on the string ``<sep>`` or ``<|endoftext|>``).
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
 """
 
 from __future__ import annotations
@@ -20,12 +23,7 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("RekaAI/reka-edge-2603",),
         tool_parser="hermes",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=("<sep>", "<|endoftext|>"),
-            session_len=32768,
-            temperature=0.6,
-            top_p=0.95,
-        ),
+        generation=GenerationConfig(stop_words=("<sep>", "<|endoftext|>"), session_len=32768),
         variables={"bos_token": "", "eos_token": "<|endoftext|>"},
         description=(
             "Reka Edge (official Jinja): 'human: …<sep>assistant: …' turns, "

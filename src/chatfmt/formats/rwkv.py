@@ -4,6 +4,8 @@ llama.cpp ships ``llama-cpp-rwkv-world.jinja`` for the RWKV-6/7 World and G1 mod
 converts: the end of turn is ``\\n\\n`` (llama.cpp's EOT token 261) and BOS/EOS are token 0,
 ``<|rwkv_tokenizer_end_of_text|>``. There is no tool-call syntax; ``enable_thinking=True``
 opens `` <think>`` in the generation prompt (the G1 reasoning models).
+
+Sampling: temperature 1.0 with top-p 0.3, the RWKV chat defaults.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ turns closed by ``<｜end▁of▁sentence｜>``, tool calls as
 ``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>…</tool_call>`` (parsed by
 ``glm45``), and opens ``<think>`` in the generation prompt (thinking is on by default;
 ``enable_thinking=False`` writes ``</think>`` instead).
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
 """
 
 from __future__ import annotations
@@ -28,9 +31,7 @@ TEMPLATES: tuple[Template, ...] = (
         ),
         tool_parser="glm45",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=(EOS,), session_len=32768, temperature=0.6, top_p=0.95
-        ),
+        generation=GenerationConfig(stop_words=(EOS,), session_len=32768),
         variables={"bos_token": BOS, "eos_token": EOS},
         description=(
             "Spark X2.5 (official Jinja): <|User|>/<|Bot|> turns, GLM-4.5-style "
