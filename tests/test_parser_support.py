@@ -17,7 +17,7 @@ from chatfmt.cli import app
 from chatfmt.errors import ParseError
 from chatfmt.jinja.packaged import PackagedTemplate
 from chatfmt.parsing import support
-from chatfmt.parsing.support import derived_tool_parser, parser_support
+from chatfmt.parsing.support import derived_parsers_of, parser_support
 
 runner = CliRunner()
 
@@ -63,40 +63,46 @@ def test_a_jinja_source_recognized_as_native_keeps_the_native_parser() -> None:
 
 def _fake_derived(monkeypatch: pytest.MonkeyPatch, derive: Any) -> None:
     module = types.ModuleType(support.DERIVED_MODULE)
-    module.derive_tool_parser = derive  # type: ignore[attr-defined]
+    module.derived_parsers = derive  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, support.DERIVED_MODULE, module)
 
 
 def test_derived_parser_is_asked_for_templates_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[str] = []
 
-    def derive(tpl: Any) -> Any:
+    def derive(tpl: Any, options: Any) -> Any:
         asked.append(tpl.name)
-        return types.SimpleNamespace(name="derived-json")
+        return ("derived:json", "derived:think")
 
     _fake_derived(monkeypatch, derive)
     got = parser_support(chatfmt.get_template("llama2"))
-    assert (got.tool_parser, got.tool_parser_origin) == ("derived-json", "derived")
+    assert (got.tool_parser, got.tool_parser_origin) == ("derived:json", "derived")
+    assert got.reasoning_parser == "derived:think"
     assert parser_support(chatfmt.get_template("qwen3")).tool_parser_origin == "native"
     assert asked == ["llama2"]  # never asked for a template that names its parser
 
 
 def test_derived_parser_falls_back_to_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    def cannot(tpl: Any) -> Any:
+    def cannot(tpl: Any, options: Any) -> Any:
         raise ParseError(f"cannot classify the tool-call form of {tpl.name}")
 
+    llama2 = chatfmt.get_template("llama2")
     _fake_derived(monkeypatch, cannot)
-    assert derived_tool_parser(chatfmt.get_template("llama2")) is None
-    assert parser_support(chatfmt.get_template("llama2")).tool_parser_origin == "none"
-    _fake_derived(monkeypatch, lambda tpl: None)
-    assert derived_tool_parser(chatfmt.get_template("llama2")) is None
-    _fake_derived(monkeypatch, lambda tpl: "xml")
-    assert derived_tool_parser(chatfmt.get_template("llama2")) == "xml"
+    assert derived_parsers_of(llama2) is None
+    assert parser_support(llama2).tool_parser_origin == "none"
+    _fake_derived(monkeypatch, lambda tpl, options: None)  # no Jinja source
+    assert derived_parsers_of(llama2) is None
+    _fake_derived(monkeypatch, lambda tpl, options: ("plain", "think"))  # no calls rendered
+    assert derived_parsers_of(llama2) is None
+    _fake_derived(monkeypatch, lambda tpl, options: ("xml", None))
+    assert derived_parsers_of(llama2) == ("xml", None)
 
 
 def test_derived_parser_absent(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(support, "DERIVED_MODULE", "chatfmt.parsing.no_such_module")
-    assert derived_tool_parser(chatfmt.get_template("llama2")) is None
+    assert derived_parsers_of(chatfmt.get_template("llama2")) is None
+    monkeypatch.setitem(sys.modules, "chatfmt.parsing.no_such_module", types.ModuleType("x"))
+    assert derived_parsers_of(chatfmt.get_template("llama2")) is None  # no derived_parsers
 
 
 def test_templates_command_shows_parsers_and_origins() -> None:

@@ -27,11 +27,11 @@ from .base import end_of_turn_markers
 TemplateKind = Literal["native", "recognized-native", "packaged", "jinja"]
 ParserOrigin = Literal["native", "packaged", "derived", "none"]
 
-#: The module that derives a tool parser from a template's renders (optional).
+#: The module that derives parsers from a template's renders (optional). Its function
+#: ``derived_parsers(template, options)`` returns ``(tool parser name, reasoning parser name)``
+#: (``"plain"``: no tool calls rendered), ``None`` for a template without a Jinja source, or
+#: raises ``ParseError`` when the template's tool-call form cannot be classified.
 DERIVED_MODULE = "chatfmt.parsing.derived"
-#: Functions of that module tried in order: ``f(template)`` returns the derived parser (a
-#: parser name, or an object with a ``name``), ``None``, or raises ``ParseError``.
-DERIVE_FUNCTIONS = ("derive_tool_parser", "derive_parser", "derived_parser", "derive")
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,12 @@ def template_kind(tpl: Template) -> TemplateKind:
     return "native"
 
 
-def derived_tool_parser(tpl: Template) -> str | None:
-    """The name of the tool parser :mod:`chatfmt.parsing.derived` derives for ``tpl``.
+def derived_parsers_of(tpl: Template) -> tuple[str, str | None] | None:
+    """The (tool, reasoning) parser names :mod:`chatfmt.parsing.derived` derives for ``tpl``.
 
-    ``None`` when that module is absent, has none of :data:`DERIVE_FUNCTIONS`, derives
-    nothing or cannot classify the template's tool-call form (``ParseError``).
+    ``None`` when that module (or its ``derived_parsers``) is absent, when it derives
+    nothing (no Jinja source) or no tool-call syntax (``"plain"``), and when it cannot
+    classify the template's tool-call form (``ParseError``).
     """
     try:
         module = importlib.import_module(DERIVED_MODULE)
@@ -75,33 +76,34 @@ def derived_tool_parser(tpl: Template) -> str | None:
         if exc.name != DERIVED_MODULE:
             raise  # the module exists but one of its own imports is missing: a real bug
         return None
-    derive = next((getattr(module, f) for f in DERIVE_FUNCTIONS if hasattr(module, f)), None)
+    derive = getattr(module, "derived_parsers", None)
     if derive is None:
         return None
     try:
-        found = derive(tpl)
+        found = derive(tpl, {})
     except ParseError:
         return None
-    if found is None or isinstance(found, str):
-        return found
-    return str(getattr(found, "name", None) or "derived")
+    if not found or found[0] in (None, "plain"):
+        return None
+    return str(found[0]), found[1]
 
 
 def parser_support(tpl: Template) -> ParserSupport:
     """What :func:`chatfmt.parse` uses for ``tpl`` (see the module doc)."""
     kind = template_kind(tpl)
     tool: str | None = tpl.tool_parser
-    origin: ParserOrigin
-    if tool:
-        origin = "packaged" if kind == "packaged" else "native"
-    else:
-        tool = derived_tool_parser(tpl)
-        origin = "derived" if tool else "none"
+    reasoning = tpl.reasoning_parser
+    origin: ParserOrigin = "packaged" if kind == "packaged" else "native"
+    if not tool:
+        derived = derived_parsers_of(tpl)
+        origin = "derived" if derived else "none"
+        if derived:
+            tool, reasoning = derived[0], reasoning or derived[1]
     return ParserSupport(
         template=tpl.name,
         kind=kind,
         tool_parser=tool,
         tool_parser_origin=origin,
-        reasoning_parser=tpl.reasoning_parser,
+        reasoning_parser=reasoning,
         end_of_turn=end_of_turn_markers(tpl),
     )
