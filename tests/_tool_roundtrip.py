@@ -5,7 +5,9 @@ assistant turn with two tool calls; the model's output is what the second render
 after the longest common prefix of the two (where the prompt opened ``<think>`` and the
 rendered turn writes ``</think>`` instead, the output starts there, as a model given
 that prompt would write it). The template *renders tool calls* when that output holds
-the calls' names and argument values; it *parses its own calls* when
+the calls' names and argument values (a turn that drops the reasoning block its prompt
+opened is written after that block's close marker, as the model writes it, e.g.
+DeepSeek-R1 distills); it *parses its own calls* when
 ``chatfmt.parse(output, template)`` — and the stream parser at a few chunkings — gives
 the same calls back (names, arguments as JSON).
 """
@@ -22,6 +24,7 @@ from typing import Any
 import chatfmt
 from _streaming import streamed
 from chatfmt.errors import ChatFmtError
+from chatfmt.parsing import REASONING_PARSERS
 from chatfmt.template import Template
 
 
@@ -104,6 +107,14 @@ def continuation(prompt: str, full: str) -> str:
     return full[common:]
 
 
+def _closer(opener: str) -> str | None:
+    """The close marker of the registered reasoning parser opened by ``opener``."""
+    for cls in REASONING_PARSERS.values():
+        if opener and getattr(cls, "open_marker", None) == opener:
+            return str(cls.close_marker)
+    return None
+
+
 def model_output(tpl: Template, n: int) -> str | None:
     """What a model prompted by ``tpl`` writes for ``turn(n)`` (None: the calls are not rendered)."""
     prompt = full = None
@@ -119,6 +130,10 @@ def model_output(tpl: Template, n: int) -> str | None:
     if prompt is None or full is None:
         return None
     output = continuation(prompt, full)
+    opened = prompt[len(full) - len(output) :].strip()  # what the prompt has and the turn not
+    closer = _closer(opened)
+    if closer and closer not in output:  # the turn drops a reasoning block the prompt opened:
+        output = closer + output  # the model closes its reasoning, then writes the turn
     values = [name for name, _ in CALLS[:n]]
     values += [str(v) for _, args in CALLS[:n] for v in args.values() if isinstance(v, str)]
     return output if all(v in output for v in values) else None

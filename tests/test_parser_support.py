@@ -72,12 +72,12 @@ def test_derived_parser_is_asked_for_templates_without_one(monkeypatch: pytest.M
 
     def derive(tpl: Any, options: Any) -> Any:
         asked.append(tpl.name)
-        return ("derived:json", "derived:think")
+        return ("hermes", "think")  # registered names, as the derived module registers its own
 
     _fake_derived(monkeypatch, derive)
     got = parser_support(chatfmt.get_template("llama2"))
-    assert (got.tool_parser, got.tool_parser_origin) == ("derived:json", "derived")
-    assert got.reasoning_parser == "derived:think"
+    assert (got.tool_parser, got.tool_parser_origin) == ("hermes", "derived")
+    assert got.reasoning_parser == "think"
     assert parser_support(chatfmt.get_template("qwen3")).tool_parser_origin == "native"
     assert asked == ["llama2"]  # never asked for a template that names its parser
 

@@ -105,5 +105,6 @@ def parser_support(tpl: Template) -> ParserSupport:
         tool_parser=tool,
         tool_parser_origin=origin,
         reasoning_parser=reasoning,
-        end_of_turn=end_of_turn_markers(tpl),
+        # the parser named explicitly: no second derivation (which may raise for "none")
+        end_of_turn=end_of_turn_markers(tpl, parser=tool or "plain"),
     )
