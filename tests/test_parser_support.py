@@ -215,3 +215,18 @@ def test_rwkv_world_turns_end_at_a_blank_line() -> None:
     msg = chatfmt.parse(" Let me see.</think> Hello!\n\nUser: more", tpl, enable_thinking=True)
     assert (msg["reasoning_content"], msg["content"]) == ("Let me see.", "Hello!")
     assert msg.trailing_text == "User: more"
+
+
+@pytest.mark.parametrize("name", ["reka-edge", "bielik-v3"])
+def test_thinking_prompt_prefills_the_reasoning_block(name: str) -> None:
+    """enable_thinking=True opens <think> in the prompt: the output starts inside it."""
+    prompt = chatfmt.render([{"role": "user", "content": "q"}], name, enable_thinking=True)
+    assert prompt.rstrip().endswith("<think>")
+    output = (
+        'Check it.\n</think>\n\n<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>'
+    )
+    msg = chatfmt.parse(output, name, tools=TOOLS, enable_thinking=True)
+    assert msg["reasoning_content"] == "Check it."
+    assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"]
+    plain = chatfmt.parse("Hello.", name)  # thinking off by default: no reasoning block
+    assert plain == {"role": "assistant", "content": "Hello."}
