@@ -7,7 +7,15 @@ the cost of constructing a ``StreamParser`` for a template (the parsers and the
 generation-prompt probe are resolved once per template and options), and the
 same stream parsed with the template (its end-of-turn layer in front).
 
-    python benchmarks/bench_parse_stream.py [--quick]
+Per format: for every registered template with a tool parser (the first template of
+each parser name whose official form renders a call), the call with 10 KB and 100 KB
+of arguments is rendered through the template itself and the assistant continuation
+(what the turn adds to the generation prompt) is streamed in 4-character chunks
+through ``StreamParser(template)``; CPU time at both sizes (median of 5 runs, 3 with
+``--quick``) and the growth ratio (linear is ≈ 10x for 10x the data; the target is at
+most 12x).
+
+    python benchmarks/bench_parse_stream.py [--quick] [--formats-only]
 """
 
 from __future__ import annotations
@@ -137,6 +145,13 @@ def timed(fn: Any, parts: list[str]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def cpu_ms(fn: Any, parts: list[str]) -> float:
+    """CPU time of ``fn(parts)`` in this process (steady while other processes load the machine)."""
+    t0 = time.process_time()
+    fn(parts)
+    return (time.process_time() - t0) * 1000
+
+
 def construction_us(template: Any, cached: bool, number: int) -> float:
     """Median µs to construct ``StreamParser(template)``; uncached = plans forgotten each time."""
 
@@ -160,8 +175,133 @@ def construction_rows(number: int) -> None:
         print(f"{label:<28} {slow:>18.1f} {fast:>10.1f} {slow / fast:>8.1f}x")
 
 
+# ------------------------------------------------------------------ every format
+WRITE_FILE = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "description": "Write a file",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "The path"},
+                "content": {"type": "string", "description": "The text"},
+                "n": {"type": "array", "description": "Numbers", "items": {"type": "integer"}},
+            },
+            "required": ["path", "content", "n"],
+        },
+    },
+}
+_QUESTION = [{"role": "user", "content": "Write the file."}]
+#: Text without any family's markup (quotes, braces, a backslash, non-ASCII).
+_NEUTRAL = 'line "quoted" {braces} [x] \\ back é\n'
+
+
+def arguments(size: int) -> dict[str, Any]:
+    """Call arguments whose JSON is about ``size`` bytes (UTF-8)."""
+    body = _NEUTRAL * (size // len(_NEUTRAL.encode()) + 1)
+    args = {"path": "/tmp/a.txt", "content": body, "n": [1, 2, 3]}
+    over = len(json.dumps(args, ensure_ascii=False).encode()) - size
+    args["content"] = body[: max(0, len(body) - over)]
+    return args
+
+
+def continuation(prompt: str, full: str) -> str:
+    """What ``full`` adds to ``prompt`` (from the last shared marker boundary if not a prefix)."""
+    common = 0
+    for a, b in zip(prompt, full):
+        if a != b:
+            break
+        common += 1
+    if common < len(prompt):
+        while common and full[common - 1] not in ">]\n ":
+            common -= 1
+    return full[common:]
+
+
+def model_output(tpl: Any, args: dict[str, Any]) -> str | None:
+    """The template's own rendering of one ``write_file`` call, as the model writes it."""
+    call = {
+        "id": "call00000",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": json.dumps(args, ensure_ascii=False)},
+    }
+    for content in (None, ""):
+        try:
+            prompt = tpl.render(_QUESTION, tools=[WRITE_FILE], add_generation_prompt=True)
+            turn = {"role": "assistant", "content": content, "tool_calls": [call]}
+            full = tpl.render([*_QUESTION, turn], tools=[WRITE_FILE], add_generation_prompt=False)
+        except chatfmt.ChatFmtError:
+            continue
+        out = continuation(prompt, full)
+        return out if "write_file" in out and "/tmp/a.txt" in out else None
+    return None
+
+
+def stream_template(tpl: Any, parts: list[str]) -> list[tuple[str, str]]:
+    """Stream ``parts`` through ``StreamParser(tpl)``; the (name, arguments) of the calls."""
+    sp = StreamParser(tpl, tools=[WRITE_FILE])
+    names: dict[int, str] = {}
+    args: dict[int, list[str]] = {}
+    for p in [*parts, None]:
+        for d in sp.feed(p) if p is not None else sp.finish():
+            for call in d.get("tool_calls") or ():
+                fn = call.get("function") or {}
+                if "name" in fn:
+                    names[call["index"]] = fn["name"]
+                args.setdefault(call["index"], []).append(fn.get("arguments") or "")
+    return [(names.get(i, ""), "".join(a)) for i, a in sorted(args.items())]
+
+
+def format_inputs(sizes: tuple[int, ...]) -> dict[str, tuple[Any, dict[int, list[str]]]]:
+    """Per tool parser name: its first template that renders the call, and the chunked outputs."""
+    found: dict[str, tuple[Any, dict[int, list[str]]]] = {}
+    for tpl in chatfmt.list_templates():
+        if not tpl.tool_parser or tpl.tool_parser in found:
+            continue
+        outputs = {size: model_output(tpl, arguments(size)) for size in sizes}
+        if not all(outputs.values()):
+            continue
+        by_size = {s: chunks(o or "") for s, o in outputs.items()}
+        if calls_match(tpl, by_size[sizes[0]], sizes[0]):  # (a turn that drops a prefilled
+            found[tpl.tool_parser] = (tpl, by_size)  # <think> is not this parser's case)
+    return found
+
+
+def calls_match(tpl: Any, parts: list[str], size: int) -> bool:
+    """Whether streaming ``parts`` gives back the one ``write_file`` call of ``size``."""
+    try:
+        got = [(n, json.loads(a)) for n, a in stream_template(tpl, parts)]
+    except ValueError:
+        return False
+    return got == [("write_file", arguments(size))]
+
+
+def format_rows(quick: bool) -> None:
+    sizes = (10_000, 100_000)
+    inputs = format_inputs(sizes)
+    print(f"\n{'parser':<14} {'template':<26} {'10KB ms':>9} {'100KB ms':>9} {'growth':>7}  check")
+    for parser, (tpl, by_size) in sorted(inputs.items()):
+        bad = [f"{size // 1000}KB" for size in sizes if not calls_match(tpl, by_size[size], size)]
+        check = f"MISMATCH at {', '.join(bad)}" if bad else "ok"
+        times: dict[int, list[float]] = {size: [] for size in sizes}
+        for _ in range(3 if quick else 5):  # interleaved: both sizes see the same load
+            for size in sizes:
+                times[size].append(cpu_ms(lambda p, t=tpl: stream_template(t, p), by_size[size]))
+        med = {size: statistics.median(times[size]) for size in sizes}
+        growth = med[100_000] / med[10_000]
+        flag = "" if growth <= 12 else "  (> 12x)"
+        print(
+            f"{parser:<14} {tpl.name:<26} {med[10_000]:>9.1f} {med[100_000]:>9.1f} "
+            f"{growth:>6.1f}x  {check}{flag}"
+        )
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
+    if "--formats-only" in sys.argv:
+        format_rows(quick)
+        return
     construction_rows(200 if quick else 2000)
     sizes = (10_000, 100_000)
     inputs = {size: chunks(payload(size)) for size in sizes}
@@ -191,6 +331,7 @@ def main() -> None:
         f"100KB with template 'qwen2.5' (end-of-turn layer in front): {with_eot:.1f} ms "
         f"({with_eot / med[100_000]:.2f}x the bare parser)"
     )
+    format_rows(quick)
 
 
 if __name__ == "__main__":

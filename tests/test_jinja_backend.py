@@ -180,6 +180,10 @@ def test_generation_tag_marks_trained_spans() -> None:
     segs = tpl.segments(msgs, add_generation_prompt=False)
     assert join(segs) == tpl.render(msgs, add_generation_prompt=False) == "U: q\nA: a</s>"
     assert "".join(s.text for s in segs if s.trained) == "a</s>"
+    # an empty reply has no traced value: its block still belongs to it, not to the next message
+    msgs = [*msgs, {"role": "user", "content": "r"}, {"role": "assistant", "content": ""}]
+    segs = tpl.segments(msgs, add_generation_prompt=False)
+    assert [(s.text, s.message) for s in segs if s.trained] == [("a", 1), ("</s>", 1), ("</s>", 3)]
 
 
 # --------------------------------------------------------------------------- segments

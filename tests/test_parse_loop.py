@@ -15,15 +15,17 @@ import json
 import pickle
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import chatfmt
+from _parser_table import REGISTRY_BLOCK, docs_block, registry_table_markdown, write_docs
 from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
+
+from _support import TEMPLATES
 
 WEATHER = {
     "type": "function",
@@ -96,6 +98,22 @@ _NOT_A_CONTINUATION = [
         ("", "enable_thinking=False"),
         "thinking off: the prompt ends with '<think></think>', the rendered turn with '</think>' only"
         " (round trip tested in tests/test_parsing_invoke.py)",
+    ),
+    (
+        "spark-x2.5",
+        ("plain", *_CALLS),
+        ("",),
+        "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
+    ),
+    *(
+        (
+            name,
+            ("reasoning",),
+            ("",),
+            "thinking is off by default: the prompt prefills '</think>'; a turn with reasoning is "
+            "rendered with its <think> block",
+        )
+        for name in ("laguna-xs.2", "laguna-xs-2.1")
     ),
     *(
         (
@@ -243,8 +261,10 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
             words = end_of_turn_markers(tpl, **opts)
             for kind, turn in TURNS.items():
                 tools = TOOLS if "tool_calls" in turn else None
-                if (len(turn.get("tool_calls") or ()) > 1 and tpl.name in FIRST_CALL_ONLY) or (
-                    tools and tpl.name in TOOLS_DROPPED_BY_TEMPLATE
+                if (
+                    (len(turn.get("tool_calls") or ()) > 1 and tpl.name in FIRST_CALL_ONLY)
+                    or (tools and tpl.name in TOOLS_DROPPED_BY_TEMPLATE)
+                    or (tools and not tpl.tool_parser)  # no tool-call syntax to parse back
                 ):
                     continue
                 try:
@@ -526,49 +546,11 @@ def test_cached_plans_follow_the_options() -> None:
 
 
 # ------------------------------------------------------------------ the per-template table in the docs
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "parsing.md"
-TABLE_BEGIN, TABLE_END = "<!-- parser-table:begin -->", "<!-- parser-table:end -->"
-
-
-def _code(text: str) -> str:
-    shown = json.dumps(text, ensure_ascii=False)[1:-1].replace("|", "\\|")
-    return f"`{shown}`"
-
-
-def parser_table_markdown() -> str:
-    """The per-template parser table of docs/parsing.md, from the registry."""
-    rows = [
-        "| template | tool parser | reasoning parser | end-of-turn markers | after the marker |",
-        "|---|---|---|---|---|",
-    ]
-    for tpl in sorted(chatfmt.list_templates(), key=lambda t: t.name):
-        words = end_of_turn_markers(tpl)
-        tool = tpl.tool_parser or "plain"
-        plan = parsing_base._plan(tpl, tool, tpl.reasoning_parser, {})
-        if not words:
-            after = "no marker: all output is the message"
-        elif plan.after:
-            after = f"{_code(plan.after)} dropped, the rest → `trailing_text`"
-        else:
-            after = "→ `trailing_text`"
-        rows.append(
-            f"| `{tpl.name}` | `{tool}` | {f'`{tpl.reasoning_parser}`' if tpl.reasoning_parser else '—'}"
-            f" | {', '.join(_code(w) for w in words) or '—'} | {after} |"
-        )
-    return "\n".join(rows)
-
-
 def test_docs_parser_table_matches_the_registry() -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    table = text.split(TABLE_BEGIN, 1)[1].split(TABLE_END, 1)[0].strip()
-    assert table == parser_table_markdown(), (
+    assert docs_block(REGISTRY_BLOCK) == registry_table_markdown(), (
         "docs/parsing.md is stale: run `python tests/test_parse_loop.py` to regenerate the table"
     )
 
 
-if __name__ == "__main__":  # regenerate the table in docs/parsing.md
-    head, rest = DOCS.read_text(encoding="utf-8").split(TABLE_BEGIN, 1)
-    tail = rest.split(TABLE_END, 1)[1]
-    DOCS.write_text(
-        f"{head}{TABLE_BEGIN}\n{parser_table_markdown()}\n{TABLE_END}{tail}", encoding="utf-8"
-    )
+if __name__ == "__main__":  # regenerate the tables in docs/parsing.md
+    write_docs(TEMPLATES if TEMPLATES.is_dir() else None)

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _streaming import assert_stream_equals_whole
+from _tool_roundtrip import continuation
 from chatfmt.errors import ChatFmtError
 from chatfmt.jinja.packaged import PackagedTemplate
+from chatfmt.jinja.template import JinjaTemplate
 
 from _support import TOOLS, texts, tool_call_lists
 
@@ -34,13 +36,20 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
     """The assistant turn as the model generated it: trained segments up to the first stop word.
 
     (A few official templates write the content after a stop word, e.g. DeepSeek-R1
-    distills; a model stops there, so that content is not part of the output.)
+    distills; a model stops there, so that content is not part of the output.) A Jinja
+    template (packaged) has no native segments: its turn is what the render adds to the
+    generation prompt (see ``_tool_roundtrip.continuation``), which may continue a
+    prefilled ``<think>``.
     """
+    stops = [w for w in tpl.generation_config.stop_words or () if w]
+    if isinstance(tpl, JinjaTemplate):
+        prompt = tpl.render(messages[:-1], tools=TOOLS, add_generation_prompt=True)
+        out = continuation(prompt, tpl.render(messages, tools=TOOLS, add_generation_prompt=False))
+        return _before_final_stop(out, stops)
     segs = tpl.segments(
         messages, tools=TOOLS, add_generation_prompt=False, continue_final_message=False
     )
     last = len(messages) - 1
-    stops = [w for w in tpl.generation_config.stop_words or () if w]
     parts = []
     for seg in segs:
         if not (seg.trained and seg.message == last):
@@ -52,6 +61,22 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
                 break
         parts.append(seg.text)
     return "".join(parts)
+
+
+def _before_final_stop(out: str, stops: list[str]) -> str:
+    """``out`` up to the stop words that end it (a stop word quoted earlier stays in)."""
+    for at in sorted({i for w in stops for i in range(len(out)) if out.startswith(w, i)}):
+        rest = out[at:]
+        for w in stops:
+            rest = rest.replace(w, "")
+        if not rest.strip():
+            return out[:at]
+    return out
+
+
+def prefill(tpl: Any) -> dict[str, Any]:
+    """Native turns hold their own ``<think>``; a Jinja turn continues the prompt's (detected)."""
+    return {} if isinstance(tpl, JinjaTemplate) else {"thinking_prefilled": False}
 
 
 def _calls(msg: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -85,7 +110,7 @@ def test_round_trip_tool_calls(name: str, data: st.DataObject) -> None:
         return  # the template does not render tool calls in the assistant turn
     if any(w in out for w in tpl.generation_config.stop_words if w):
         return  # without token ids a quoted end-of-turn marker ends the turn (docs/parsing.md)
-    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, **prefill(tpl))
     assert [c.get("error") for c in msg.get("tool_calls", [])] == [None] * len(
         msg.get("tool_calls", [])
     )
@@ -113,7 +138,7 @@ def test_round_trip_plain_text(name: str, content: str) -> None:
         out = generated_text(tpl, messages)
     except ChatFmtError:
         return
-    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, **prefill(tpl))
     assert "tool_calls" not in msg
     assert (msg["content"] or "").strip() == content.strip()
 
@@ -140,7 +165,7 @@ def test_round_trip_reasoning(name: str) -> None:
         out = generated_text(tpl, messages)
     except ChatFmtError:
         pytest.skip("template rejects reasoning_content")
-    msg = assert_stream_equals_whole(out, tpl, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, **prefill(tpl))
     assert (msg["content"] or "").strip() == "The answer."
     if "<think>" in out and "step by step" in out:
         assert msg["reasoning_content"] == "Let me think\nstep by step."

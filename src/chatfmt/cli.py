@@ -81,21 +81,36 @@ def templates_cmd(
         bool, typer.Option("--markdown", help="Print the Markdown catalogue (docs/templates.md).")
     ] = False,
 ) -> None:
-    """List the built-in templates."""
+    """List the built-in templates with their parsers (tool parser, its origin, reasoning parser)."""
     if markdown:
         typer.echo(templates_markdown(), nl=False)
         return
-    rows = [t.info() for t in list_templates()]
+    from .parsing.support import parser_support
+
+    rows = []
+    for t in list_templates():
+        support = parser_support(t)
+        rows.append(
+            {
+                **t.info(),
+                "kind": support.kind,
+                "tool_parser": support.tool_parser,
+                "tool_parser_origin": support.tool_parser_origin,
+                "end_of_turn": list(support.end_of_turn),
+            }
+        )
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
-    header = ("name", "aliases", "tools", "reasoning", "stop words")
+    header = ("name", "aliases", "kind", "tool parser", "origin", "reasoning", "stop words")
     table = [
         (
             r["name"],
             ", ".join(r["aliases"]),
-            "yes" if r["supports_tools"] else "",
-            "yes" if r["supports_reasoning"] else "",
+            r["kind"],
+            r["tool_parser"] or "plain",
+            r["tool_parser_origin"],
+            r["reasoning_parser"] or "",
             " ".join(
                 json.dumps(w, ensure_ascii=False) for w in r["generation_config"]["stop_words"]
             ),

@@ -1,0 +1,93 @@
+"""Every reference template whose official form renders tool calls parses its own rendered calls.
+
+For each file in ../shared/reference/templates (resolved by ``chatfmt.get_template``: native,
+recognized-native, packaged or plain Jinja), :mod:`_tool_roundtrip` renders a question and an
+assistant turn with tool calls, takes what the turn adds to the generation prompt as the
+model's output and parses it back with ``chatfmt.parse`` (whole, and streamed at 1, 4 and
+random chunkings): the calls must come back (names, arguments as JSON). The templates that
+cannot yet are listed in :data:`CANNOT_PARSE_YET` with the reason; a listed template that
+starts to pass fails the test, so the list stays exact. docs/parsing.md reports the count.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from _parser_table import REFERENCE_BLOCK, docs_block, reference_table_markdown
+from _tool_roundtrip import reference_round_trips
+
+from _support import TEMPLATES, require_shared
+
+require_shared()
+TRIPS = reference_round_trips(TEMPLATES)
+RENDERING = sorted(name for name, rt in TRIPS.items() if rt.renders_calls)
+
+_NO_PARSER = "Jinja only, no tool parser yet"
+#: Reference templates that render tool calls but do not parse them back yet, with the reason.
+CANNOT_PARSE_YET: dict[str, str] = {
+    "Apertus-8B-Instruct.jinja": f"{_NO_PARSER}: Apertus <|tools_prefix|>[{{name: args}}]",
+    "Apriel-1.6-15b-Thinker-fixed.jinja": f"{_NO_PARSER}: Apriel <tool_calls>[…]</tool_calls>",
+    "ByteDance-Seed-OSS.jinja": f"{_NO_PARSER}: Seed-OSS <seed:tool_call><function=…>",
+    "Cohere2MoE.jinja": f"{_NO_PARSER}: Command A <|START_ACTION|> with tool_call_id",
+    "GigaChat3-10B-A1.8B.jinja": f"{_NO_PARSER}: GigaChat3 'function call<|role_sep|>{{json}}'",
+    "GigaChat3.1-10B-A1.8B.jinja": f"{_NO_PARSER}: GigaChat3.1 <|function_call|>{{json}}",
+    "Kimi-K2-Instruct.jinja": f"{_NO_PARSER}: Kimi-K2 <|tool_calls_section_begin|>",
+    "Kimi-K2-Thinking.jinja": f"{_NO_PARSER}: Kimi-K2 <|tool_calls_section_begin|>",
+    "Kimi-K3.jinja": f"{_NO_PARSER}: Kimi-K3 <|open|>tools<|sep|> sections",
+    "LFM2.5-8B-A1B.jinja": f"{_NO_PARSER}: LFM2 <|tool_call_start|>[pythonic calls]",
+    "MiniMax-M1.jinja": f"{_NO_PARSER}: MiniMax-M1 <tool_calls> JSON lines",
+    "MiniMax-M2.jinja": f"{_NO_PARSER}: MiniMax-M2 <minimax:tool_call><invoke>",
+    "MiniMax-M3.jinja": f"{_NO_PARSER}: MiniMax-M3 ]<]minimax[>[ <invoke> markup",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": f"{_NO_PARSER}: <tool_call><function=…> XML",
+    "NVIDIA-Nemotron-Nano-v2.jinja": f"{_NO_PARSER}: Nemotron <TOOLCALL>[…]</TOOLCALL>",
+    "Qwen3-Coder.jinja": "recognized as plain ChatML; its <function=…><parameter=…> XML has no parser",
+    "Qwen3.5-4B.jinja": f"{_NO_PARSER}: Qwen3.5 <tool_call><function=…> XML",
+    "StepFun3.5-Flash.jinja": f"{_NO_PARSER}: Step-3.5 <tool_call><function=…> XML",
+    "deepseek-ai-DeepSeek-V3.2.jinja": f"{_NO_PARSER}: DeepSeek V3.2 DSML <｜DSML｜invoke>",
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": f"{_NO_PARSER}: DeepSeek V4 DSML",
+    "deepseek-ai-DeepSeek-V4.jinja": f"{_NO_PARSER}: DeepSeek V4 DSML",
+    "fireworks-ai-llama-3-firefunction-v2.jinja": f"{_NO_PARSER}: FireFunction v2 functools[…]",
+    "google-gemma-4-31B-it-interleaved.jinja": f"{_NO_PARSER}: Gemma 4 <|tool_call>call:…",
+    "google-gemma-4-31B-it.jinja": f"{_NO_PARSER}: Gemma 4 <|tool_call>call:…",
+    "llama-cpp-deepseek-r1.jinja": f"{_NO_PARSER}: llama.cpp's DeepSeek-R1 (deepseek_v3 form)",
+    "meetkai-functionary-medium-v3.1.jinja": f"{_NO_PARSER}: Functionary v3.1 <function=…>",
+    "meetkai-functionary-medium-v3.2.jinja": f"{_NO_PARSER}: Functionary v3.2 >>>name",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": f"{_NO_PARSER}: [TOOL_CALLS]name[ARGS]",
+    "moonshotai-Kimi-K2.jinja": f"{_NO_PARSER}: Kimi-K2 <|tool_calls_section_begin|>",
+    "muse-glimmer.jinja": f"{_NO_PARSER}: Glimmer <atem:function_calls><atem:invoke>",
+    "openai-gpt-oss-120b.jinja": f"{_NO_PARSER}: gpt-oss Harmony to=functions.NAME",
+    "openbmb-MiniCPM5-1B.jinja": f"{_NO_PARSER}: MiniCPM5 <function name=…><param name=…>",
+    "tencent-Hy3.jinja": f"{_NO_PARSER}: Hy3 <tool_call:opensource> sections",
+    "unsloth-Apriel-1.5.jinja": f"{_NO_PARSER}: Apriel <tool_calls>[…]</tool_calls>",
+    "upstage-Solar-Open-100B.jinja": f"{_NO_PARSER}: Solar Open <|tool_call:name|>",
+}
+
+
+@pytest.mark.parametrize("name", RENDERING)
+def test_template_parses_its_own_rendered_calls(name: str) -> None:
+    rt = TRIPS[name]
+    if name in CANNOT_PARSE_YET:
+        assert rt.failure is not None, f"{name} parses its own calls now: drop it from the list"
+        return
+    assert rt.failure is None, f"{name} ({rt.template.name}): {rt.failure}\n{rt.output!r}"
+
+
+def test_the_list_names_only_templates_that_render_calls() -> None:
+    assert set(CANNOT_PARSE_YET) <= set(RENDERING)
+
+
+def test_the_check_is_not_vacuous() -> None:
+    """Native families parse (two calls), formats without calls are told apart."""
+    qwen = TRIPS["Qwen-Qwen3-0.6B.jinja"]
+    assert qwen.parses_own_calls and len(qwen.calls) == 2
+    assert "<tool_call>" in (qwen.output or "")
+    assert not TRIPS["google-gemma-2-2b-it.jinja"].renders_calls
+    one = TRIPS["meta-llama-Llama-3.1-8B-Instruct.jinja"]  # one call per turn
+    assert one.parses_own_calls and len(one.calls) == 1
+    assert sum(rt.parses_own_calls for rt in TRIPS.values()) > 0
+
+
+def test_docs_reference_table_and_count_are_current() -> None:
+    assert docs_block(REFERENCE_BLOCK) == reference_table_markdown(TEMPLATES), (
+        "docs/parsing.md is stale: run `python tests/test_parse_loop.py` to regenerate the tables"
+    )
