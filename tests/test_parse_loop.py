@@ -110,7 +110,7 @@ _NOT_A_CONTINUATION = [
             ("enable_thinking=False",),
             "thinking off prefills an empty block; a turn with reasoning is rendered with it",
         )
-        for name in ("glm4.5", "glm4.7", "qwen3")
+        for name in ("glm4.5", "glm4.7", "qwen3", "qwen3.5")
     ),
 ]
 NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {

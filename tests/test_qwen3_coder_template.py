@@ -228,3 +228,90 @@ def test_qwen3_coder_segments_train_the_reply() -> None:
     assert "<function=edit_file>\n<parameter=path>\na.py\n</parameter>\n" in trained
     assert "Edited.<|im_end|>" in trained
     assert "done" not in trained and "# Tools" not in trained
+
+
+# ------------------------------------------------------------------ Qwen3.5
+@given(
+    conv=coder_conversations(reasoning=True),
+    agp=st.booleans(),
+    thinking=st.sampled_from([None, True, False]),
+)
+def test_qwen35_matches_official(conv: dict[str, Any], agp: bool, thinking: bool | None) -> None:
+    options = {} if thinking is None else {"enable_thinking": thinking}
+    assert_same(chatfmt.get_template("qwen3.5"), official_source(QWEN35_FILE), conv, agp, **options)
+
+
+QWEN35_CASES: list[dict[str, Any]] = [
+    # reasoning given as a field, and inline in the content, before and after the last query
+    {
+        "messages": [
+            {"role": "system", "content": "  sys  "},
+            {"role": "user", "content": "q1"},
+            {
+                "role": "assistant",
+                "content": "<think>\nold\n</think>\n\nA1",
+                "reasoning_content": None,
+            },
+            {"role": "user", "content": " q2 "},
+            {
+                "role": "assistant",
+                "content": "Checking.",
+                "reasoning_content": "\nneed data\n",
+                "tool_calls": CODER_CASES[2]["messages"][1]["tool_calls"],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": " done "},
+            {"role": "tool", "tool_call_id": "b", "content": "[]"},
+            {"role": "assistant", "content": "plan</think>\n\nEdited."},
+        ],
+        "tools": ALL_TOOLS,
+    },
+    # a user message that only carries tool responses is not the query
+    {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "<tool_response>\nx\n</tool_response>"},
+            {"role": "assistant", "content": "b"},
+        ],
+        "tools": None,
+    },
+    {
+        "messages": [{"role": "system", "content": ""}, {"role": "user", "content": "hi"}],
+        "tools": TOOLS,
+    },
+]
+
+
+@pytest.mark.parametrize("conv", QWEN35_CASES)
+@pytest.mark.parametrize("options", [{}, {"enable_thinking": False}])
+@pytest.mark.parametrize("agp", [True, False])
+def test_qwen35_examples_match_official(
+    conv: dict[str, Any], options: dict[str, Any], agp: bool
+) -> None:
+    tpl = chatfmt.get_template("qwen3.5")
+    assert assert_same(tpl, official_source(QWEN35_FILE), conv, agp, **options) is not None
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [],
+        [{"role": "user", "content": "<tool_response>x</tool_response>"}],  # no user query
+        [{"role": "user", "content": "q"}, {"role": "system", "content": "late"}],
+    ],
+)
+def test_qwen35_rejects_what_the_official_template_rejects(messages: list[dict[str, Any]]) -> None:
+    with pytest.raises(Exception):  # noqa: B017  (the official template raises)
+        official_render(official_source(QWEN35_FILE), messages)
+    with pytest.raises(ChatFmtError):
+        chatfmt.render(messages, "qwen3.5")
+
+
+def test_qwen35_wiring() -> None:
+    tpl = chatfmt.get_template("Qwen/Qwen3.5-35B-A3B")
+    assert (tpl.name, tpl.tool_parser, tpl.reasoning_parser) == ("qwen3.5", "qwen3_coder", "think")
+    assert chatfmt.get_template("Qwen/Qwen3-Coder-30B-A3B-Instruct").name == "qwen3-coder"
+    assert chatfmt.get_template("Qwen/Qwen3-8B").name == "qwen3"  # the Qwen3 pattern still wins
+    assert chatfmt.render([{"role": "user", "content": "x"}], "qwen3.5").endswith(
+        "<|im_start|>assistant\n<think>\n"
+    )

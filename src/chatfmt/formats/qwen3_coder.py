@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import UnsupportedFeatureError, ValidationError
-from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message, Tool, ToolCall
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template
@@ -262,22 +261,38 @@ _CODER_OUTRO = (
 
 QWEN3_CODER = Qwen3CoderTemplate()
 
-QWEN35 = PackagedTemplate(
-    "Qwen3.5-4B.jinja",
-    name="qwen3.5",
-    aliases=("qwen35", "qwen3_5"),
-    model_ids=(
+
+class Qwen35Template(Template):
+    """Qwen3.5: tools as JSON in ``<tools>``, ``<think>`` kept for turns after the last query.
+
+    The official template trims every message's text; the reasoning of earlier turns is
+    dropped from history (as for Qwen3).
+    """
+
+    name = "qwen3.5"
+    aliases = ("qwen35", "qwen3_5")
+    model_ids = (
         "Qwen/Qwen3.5-0.8B",
         "Qwen/Qwen3.5-4B",
         "Qwen/Qwen3.5-9B",
         "Qwen/Qwen3.5-27B",
         "Qwen/Qwen3.5-35B-A3B",
         "Qwen/Qwen3.5-397B-A17B",
-    ),
-    model_patterns=(r"qwen3\.5",),
-    tool_parser="qwen3_coder",
-    reasoning_parser="think",
-    generation=GenerationConfig(
+    )
+    model_patterns = (r"qwen3\.5",)
+    description = (
+        "Qwen3.5: ChatML with <think> reasoning (enable_thinking option), tools as JSON in "
+        "<tools>, calls in Qwen3-Coder XML form <function=name><parameter=k>v</parameter>."
+    )
+    source = "official Jinja: Qwen3.5-4B.jinja"
+    official_templates = ("Qwen3.5-4B.jinja",)
+    control_tokens = QWEN_CONTROL_TOKENS
+    supports_tools = True
+    supports_reasoning = True
+    tool_parser = "qwen3_coder"
+    reasoning_parser = "think"
+    default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
+    generation_config = GenerationConfig(
         session_len=262144,
         stop_words=_STOPS,
         temperature=1.0,
@@ -288,12 +303,118 @@ QWEN35 = PackagedTemplate(
             "presence_penalty": 1.5,
             "non_thinking": {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "min_p": 0.0},
         },
-    ),
-    description=(
-        "Qwen3.5: ChatML with <think> reasoning (enable_thinking option), tools as JSON in "
-        "<tools>, calls in Qwen3-Coder XML form <function=name><parameter=k>v</parameter>."
-    ),
+    )
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        msgs = conv.messages
+        if not msgs:
+            require_messages(self.name, conv)
+        b = ctx.builder()
+        first = msgs[0]
+        if conv.tools:
+            b.control(f"{IM_START}system\n" + _TOOLS35_INTRO)
+            for tool in conv.tools:
+                b.control("\n")
+                b.content(tool.json)
+            b.control("\n</tools>" + _TOOLS35_OUTRO)
+            if first.role == "system":
+                text = first.text.strip()
+                if text:
+                    b.control("\n\n", first.index)
+                    b.content(text, first.index)
+            b.control(IM_END + "\n")
+        elif first.role == "system":
+            b.turn(f"{IM_START}system\n", first.text.strip(), IM_END, "\n", first.index)
+        last_query = self._last_query(msgs)
+        for pos, m in enumerate(msgs):
+            role = m.role
+            if role == "system":
+                if pos:
+                    raise ValidationError(
+                        f"template {self.name!r} accepts a system message only at the beginning",
+                        index=m.index,
+                        field="role",
+                    )
+            elif role == "user":
+                b.turn(f"{IM_START}user\n", m.text.strip(), IM_END, "\n", m.index)
+            elif role == "assistant":
+                self._assistant(b, m, pos > last_query)
+            elif role == "tool":
+                prev = msgs[pos - 1].role if pos else None
+                nxt = msgs[pos + 1].role if pos + 1 < len(msgs) else None
+                head = IM_START + "user" if prev is not None and prev != "tool" else ""
+                tail = IM_END + "\n" if nxt != "tool" else ""
+                b.turn(
+                    head + "\n<tool_response>\n",
+                    m.text.strip(),
+                    "\n</tool_response>" + tail,
+                    "",
+                    m.index,
+                )
+            else:  # pragma: no cover - validated roles are the four above
+                raise ValidationError(f"unexpected role {role!r}", index=m.index, field="role")
+        if ctx.add_generation_prompt:
+            b.control(_ASSISTANT)
+            if ctx.options.get("enable_thinking") is False:
+                b.control("<think>\n\n</think>\n\n")
+            else:
+                b.control("<think>\n")
+        return b.segments
+
+    def _last_query(self, msgs: Sequence[Message]) -> int:
+        """Position of the last user message that is not only ``<tool_response>`` blocks."""
+        for pos in range(len(msgs) - 1, -1, -1):
+            m = msgs[pos]
+            if m.role == "user":
+                text = m.text.strip()
+                if not (text.startswith("<tool_response>") and text.endswith("</tool_response>")):
+                    return pos
+        raise ValidationError(
+            f"template {self.name!r} needs a user query (a user message that is not only "
+            "tool responses)",
+            field="messages",
+        )
+
+    def _assistant(self, b: SegmentBuilder, m: Message, current: bool) -> None:
+        content = m.text.strip()
+        reasoning = ""
+        if m.reasoning_content is not None:
+            reasoning = m.reasoning_content
+        elif "</think>" in content:
+            reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
+            content = content.split("</think>")[-1].lstrip("\n")
+        if current:
+            b.control(_ASSISTANT, m.index)
+            b.control("<think>\n", m.index, True)
+            b.content(reasoning.strip(), m.index, True)
+            b.control("\n</think>\n\n", m.index, True)
+        else:
+            b.control(_ASSISTANT, m.index)
+        b.content(content, m.index, True)
+        for j, call in enumerate(m.tool_calls):
+            args = call_arguments(self.name, m, call, j)
+            head = "\n" if j else ("\n\n" if content.strip() else "")
+            xml_call(b, m.index, call.name, args, head)
+        b.control(IM_END, m.index, True)
+        b.control("\n", m.index)
+
+
+_TOOLS35_INTRO = "# Tools\n\nYou have access to the following functions:\n\n<tools>"
+_TOOLS35_OUTRO = (
+    "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n"
+    "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n"
+    "</parameter>\n<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+    "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\n"
+    "Reminder:\n- Function calls MUST follow the specified format: an inner <function=...>"
+    "</function> block must be nested within <tool_call></tool_call> XML tags\n- Required "
+    "parameters MUST be specified\n- You may provide optional reasoning for your function call "
+    "in natural language BEFORE the function call, but NOT after\n- If there is no function "
+    "call available, answer the question like normal with your current knowledge and do not "
+    "tell the user about function calls\n</IMPORTANT>"
 )
+
+
+QWEN35 = Qwen35Template()
 
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
 TEMPLATES: tuple[Template, ...] = (QWEN3_CODER, QWEN35)
