@@ -415,8 +415,40 @@ def test_seed_values_have_no_newlines_to_strip() -> None:
     msg = assert_stream_equals_whole(text, "seed-oss", tools=[WRITE])
     assert calls(msg) == [("write", {"content": "two\nlines", "count": 4}, None)]
     assert msg["reasoning_content"] == "ok" and msg["content"] is None
-    # Seed's wrapper is not Qwen's: a Qwen block is text to the Seed parser
-    assert parse(CALL, "seed_oss")["content"] == CALL
+    # Qwen's wrapper is text to the Seed parser (the function inside is read as a bare one)
+    msg = assert_stream_equals_whole(CALL, "seed_oss", tools=[WRITE])
+    assert msg["content"] == "<tool_call>\n\n</tool_call>"
+    assert calls(msg) == [("write", {"path": "a.py", "count": 3}, None)]
+
+
+BARE = "<function=write>\n<parameter=path>\na.py\n</parameter>\n</function>"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "content"),
+    [
+        # vLLM test_extract_tool_calls_fallback_no_tags: the <tool_call> wrapper left out
+        (BARE, [("write", {"path": "a.py"}, None)], None),
+        (
+            "I'll write it.\n" + BARE + "\nDone.",
+            [("write", {"path": "a.py"}, None)],
+            "I'll write it.\n\nDone.",
+        ),
+        (BARE + "\n" + BARE, [("write", {"path": "a.py"}, None)] * 2, None),
+        # not at the start of a line: prose about the format is text
+        ("Write <function=name> then", [], "Write <function=name> then"),
+        # a broken bare call is flagged up to its </function>; the text after it is content
+        (
+            "<function=write>\ngarbage\n</function>\nok",
+            [("write", "garbage\n", "malformed <function=…>/<parameter=…> markup")],
+            "\nok",
+        ),
+    ],
+)
+def test_function_without_its_wrapper(text: str, expected: list[Any], content: str | None) -> None:
+    msg = assert_stream_equals_whole(text, "qwen3_coder", tools=[WRITE])
+    assert calls(msg) == expected
+    assert msg["content"] == content
 
 
 # ------------------------------------------------------------------ templates

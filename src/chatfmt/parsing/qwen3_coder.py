@@ -73,8 +73,9 @@ class Qwen3CoderParser(BlockParser):
     open_marker: ClassVar[str] = "<tool_call>"
     close_marker: ClassVar[str] = "</tool_call>"
     special_markers = ("<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block"}
+    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block", _FN: "bare"}
     end = "</tool_call>"
+    ends: ClassVar[Mapping[str, str | None]] = {_FN: _FN_END}
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
@@ -89,6 +90,36 @@ class Qwen3CoderParser(BlockParser):
         self._held = ""  # a trailing newline held back (the one before </parameter>)
         self._value_ends = (_P_END, "\n" + _P, "\n" + _FN_END)
         self._after_close = (_P, _FN_END, self.close_marker)
+        self._bare = False  # a <function=…> written without the wrapper
+        self._line_start = True  # the text so far ends a line (or nothing was written yet)
+
+    # ------------------------------------------------------------------ text
+    def _s_text(self) -> bool:
+        """Content up to a wrapper, or a bare ``<function=`` at the start of a line (the
+        wrapper some checkpoints leave out; elsewhere in prose it is text)."""
+        end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        text = self.buf[self.pos : end]
+        if text:
+            self.out.content(text)
+            self._line_start = text.endswith("\n")
+        self.pos = resume
+        if marker is None:
+            return False
+        if marker == _FN and not self._line_start:
+            self.out.content(marker)
+            return True
+        self.enter(marker)
+        self._bare = marker == _FN
+        if self._bare:
+            self.state = "fn_name"
+        return True
+
+    def end_block(self) -> None:
+        super().end_block()
+        self._bare = False
+        self._line_start = True
 
     # ------------------------------------------------------------------ wrapper
     def _s_gap(self) -> bool:
@@ -141,7 +172,7 @@ class Qwen3CoderParser(BlockParser):
         if not self.skip_ws():
             if self.final:  # all parameters closed, </function> missing: a complete call
                 self._close_call()
-                self.state = "gap"
+                self.end_block()
                 return True
             return False
         for marker, state in ((_P, "key"), (_FN_END, None), (self.close_marker, "")):
@@ -151,7 +182,10 @@ class Qwen3CoderParser(BlockParser):
             if hit:
                 if state is None:
                     self._close_call()
-                    self.state = "gap"
+                    if self._bare:
+                        self.end_block()
+                    else:
+                        self.state = "gap"
                     return True
                 if state == "":  # the wrapper closed without </function>
                     self._close_call()
@@ -327,7 +361,7 @@ class SeedOssParser(Qwen3CoderParser):
     open_marker = "<seed:tool_call>"
     close_marker = "</seed:tool_call>"
     special_markers = ("<seed:tool_call>", "</seed:tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block"}
+    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "bare"}
     end = "</seed:tool_call>"
 
 
