@@ -177,6 +177,91 @@ def test_vllm_type_conversion_case() -> None:
     ]
 
 
+# SGLang test/srt/test_function_call_parser.py (TestQwen3CoderDetector): streamed chunks as the
+# case gives them (also checked in every other chunking), the expected text and calls.
+SGLANG_STREAMS = [
+    # test_parse_streaming_simple
+    (
+        [
+            "Sure! ",
+            "Let me check ",
+            "the weather.",
+            "<tool_call>",
+            "\n<function=get_current_weather>",
+            "\n<parameter=city>",
+            "\nDallas",
+            "\n</parameter>",
+            "\n<parameter=state>",
+            "\nTX",
+            "\n</parameter>",
+            "\n</function>",
+            "\n</tool_call>",
+        ],
+        {"city": "Dallas", "state": "TX"},
+        VLLM_TOOLS,
+    ),
+    # test_parse_streaming_simple_list_value: a Python-literal list for an array parameter
+    (
+        [
+            "Sure! ",
+            "Let me check ",
+            "the weather.",
+            "<tool_call>",
+            "\n<function=get_current_weather>",
+            "\n<parameter=city>",
+            "\nDallas",
+            "\n</parameter>",
+            "\n<parameter=state>",
+            "\n['SEATTLE/WA','LA.KO']\n",
+            "\n</parameter>",
+            "\n</function>",
+            "\n</tool_call>",
+        ],
+        {"city": "Dallas", "state": ["SEATTLE/WA", "LA.KO"]},
+        [_tool("get_current_weather", {"city": {"type": "string"}, "state": {"type": "array"}})],
+    ),
+    # test_parse_streaming_iregular_blocks: markers cut across chunks
+    (
+        [
+            "Sure! ",
+            "Let me check ",
+            "the weather.",
+            "<tool_call",
+            ">\n<function=",
+            "get_current_weather>\n<parameter=city>",
+            "\nDallas",
+            "\n<",
+            "/parameter>\n<parameter=state",
+            ">\nTX",
+            "\n</parameter>",
+            "\n</function>",
+            "\n</tool_call>",
+        ],
+        {"city": "Dallas", "state": "TX"},
+        VLLM_TOOLS,
+    ),
+    # test_edge_case_special_chars_in_value
+    (
+        [
+            "<tool_call>\n<function=get_current_weather>\n<parameter=city>\nDallas->TX\n</parameter>\n"
+            "</function>\n</tool_call>"
+        ],
+        {"city": "Dallas->TX"},
+        VLLM_TOOLS,
+    ),
+]
+
+
+@pytest.mark.parametrize(("chunks", "args", "tools"), SGLANG_STREAMS)
+def test_sglang_qwen3coder_streams(
+    chunks: list[str], args: dict[str, Any], tools: list[Any]
+) -> None:
+    text = "".join(chunks)
+    msg = assert_stream_equals_whole(text, "qwen3_coder", tools=tools, extra=[chunks])
+    assert calls(msg) == [("get_current_weather", args, None)]
+    assert msg["content"] == (text[: text.index("<tool_call")] or None)
+
+
 # vLLM tests/tool_use/test_seed_oss_tool_parser.py: outputs with the thinking-budget notes.
 SEED_TOOLS = [_tool("get_weather", {"location": {"type": "string"}, "unit": {"type": "string"}})]
 SEED_BUDGET0 = (
