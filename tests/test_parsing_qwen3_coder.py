@@ -500,6 +500,10 @@ def test_seed_values_have_no_newlines_to_strip() -> None:
     msg = assert_stream_equals_whole(text, "seed-oss", tools=[WRITE])
     assert calls(msg) == [("write", {"content": "two\nlines", "count": 4}, None)]
     assert msg["reasoning_content"] == "ok" and msg["content"] is None
+    # cut inside a typed value: its raw text as written (no newline added)
+    cut = "<seed:tool_call>\n<function=write>\n<parameter=count>12"
+    msg = assert_stream_equals_whole(cut, "seed_oss", tools=[WRITE])
+    assert calls(msg) == [("write", "<parameter=count>12", "truncated")]
     # Qwen's wrapper is text to the Seed parser (the function inside is read as a bare one)
     msg = assert_stream_equals_whole(CALL, "seed_oss", tools=[WRITE])
     assert msg["content"] == "<tool_call>\n\n</tool_call>"

@@ -17,4 +17,4 @@ class NemotronJsonParser(BlockParser):
     end = "</TOOLCALL>"
 
 
-register_tool_parser(NemotronJsonParser, "nemotron_nano_v2", "nemotron-v2")
+register_tool_parser(NemotronJsonParser)

@@ -63,17 +63,16 @@ def _is_text(schema: Any) -> bool:
 class Qwen3CoderParser(BlockParser):
     """``<tool_call><function=name><parameter=k>v</parameter>…</function></tool_call>`` (see module doc).
 
-    Subclasses set the wrapper markers (:attr:`open_marker`, :attr:`close_marker`).
+    Subclasses set the wrapper (``starts``, ``end`` and :attr:`close_marker`, the same).
     States: ``text``, ``gap`` (inside a wrapper, between functions), ``fn_name``,
     ``params`` (between parameters), ``key``, ``value``, ``value_close`` (is this
     ``</parameter>`` the end?), ``junk`` (rest of a broken block).
     """
 
     name = "qwen3_coder"
-    open_marker: ClassVar[str] = "<tool_call>"
     close_marker: ClassVar[str] = "</tool_call>"
     special_markers = ("<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block", _FN: "bare"}
+    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block", _FN: "fn_name"}
     end = "</tool_call>"
     ends: ClassVar[Mapping[str, str | None]] = {_FN: _FN_END}
 
@@ -87,6 +86,7 @@ class Qwen3CoderParser(BlockParser):
         self._streaming = False  # the value is streamed as a JSON string
         self._parts: list[str] = []  # buffered value text (typed values)
         self._lead = True  # the value's leading newline is still to be dropped
+        self._dropped = ""  # the leading newline dropped (for the raw text of a cut value)
         self._held = ""  # a trailing newline held back (the one before </parameter>)
         self._value_ends = (_P_END, "\n" + _P, "\n" + _FN_END)
         self._after_close = (_P, _FN_END, self.close_marker)
@@ -112,8 +112,6 @@ class Qwen3CoderParser(BlockParser):
             return True
         self.enter(marker)
         self._bare = marker == _FN
-        if self._bare:
-            self.state = "fn_name"
         return True
 
     def end_block(self) -> None:
@@ -237,7 +235,7 @@ class Qwen3CoderParser(BlockParser):
         self._streaming = _is_text(self._schema)
         self._parts = []
         self._lead = True
-        self._held = ""
+        self._dropped = self._held = ""
         if self._streaming:
             members = self._members
             assert members is not None
@@ -255,7 +253,7 @@ class Qwen3CoderParser(BlockParser):
         if self._lead:
             self._lead = False
             if text.startswith("\n"):
-                text = text[1:]
+                text, self._dropped = text[1:], "\n"
                 if not text:
                     return
         text = self._held + text
@@ -349,7 +347,7 @@ class Qwen3CoderParser(BlockParser):
         if self._streaming:
             self.out.args(self._index, json.dumps(text, ensure_ascii=False)[1:-1])
         else:
-            raw = _P + self._key + ">\n" + "".join(self._parts) + text
+            raw = _P + self._key + ">" + self._dropped + "".join(self._parts) + text
             self.out.args(self._index, raw)
         return self._broken("truncated")
 
@@ -358,16 +356,15 @@ class SeedOssParser(Qwen3CoderParser):
     """Seed-OSS: the same calls inside ``<seed:tool_call>…</seed:tool_call>``."""
 
     name = "seed_oss"
-    open_marker = "<seed:tool_call>"
     close_marker = "</seed:tool_call>"
     special_markers = ("<seed:tool_call>", "</seed:tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "bare"}
+    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "fn_name"}
     end = "</seed:tool_call>"
 
 
-register_tool_parser(Qwen3CoderParser, "qwen3_xml", "qwen3coder", "qwen35", "qwen3.5", "step3p5")
-register_tool_parser(SeedOssParser, "seed-oss", "seed")
+register_tool_parser(Qwen3CoderParser, "qwen3_xml", "qwen3coder", "qwen35")
+register_tool_parser(SeedOssParser)
 
 #: Seed-OSS reasoning: ``<seed:think>…</seed:think>`` (budget notes inside stay reasoning text).
 SeedThinkParser = think_parser("seed_think", "<seed:think>", "</seed:think>")
-register_reasoning_parser(SeedThinkParser, "seed_oss")
+register_reasoning_parser(SeedThinkParser)
