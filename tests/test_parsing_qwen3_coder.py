@@ -504,10 +504,11 @@ def test_seed_values_have_no_newlines_to_strip() -> None:
     cut = "<seed:tool_call>\n<function=write>\n<parameter=count>12"
     msg = assert_stream_equals_whole(cut, "seed_oss", tools=[WRITE])
     assert calls(msg) == [("write", "<parameter=count>12", "truncated")]
-    # Qwen's wrapper is text to the Seed parser (the function inside is read as a bare one)
+    # Qwen's wrapper is text to the Seed parser (the function inside is read as a bare one,
+    # and the newlines around its values are no markup to Seed)
     msg = assert_stream_equals_whole(CALL, "seed_oss", tools=[WRITE])
     assert msg["content"] == "<tool_call>\n\n</tool_call>"
-    assert calls(msg) == [("write", {"path": "a.py", "count": 3}, None)]
+    assert calls(msg) == [("write", {"path": "\na.py\n", "count": 3}, None)]
 
 
 BARE = "<function=write>\n<parameter=path>\na.py\n</parameter>\n</function>"

@@ -13,8 +13,8 @@ One call is written::
 Seed-OSS wraps the same body in ``<seed:tool_call>…</seed:tool_call>`` and writes
 values without the surrounding newlines (``<parameter=city>Paris</parameter>``).
 A value is raw text: exactly one newline right after ``<parameter=k>`` and one
-right before ``</parameter>`` (the ones the templates write) are markup, the rest
-is the value, converted by the tool's JSON schema (:func:`~.xml_values.typed_value`;
+right before ``</parameter>`` (the ones the Qwen templates write; none for Seed-OSS)
+are markup, the rest is the value, converted by the tool's JSON schema (:func:`~.xml_values.typed_value`;
 a string when no schema is given). String values are streamed as they come.
 
 Where a value ends (the format's facts, as vLLM, SGLang and llama.cpp read it):
@@ -71,6 +71,9 @@ class Qwen3CoderParser(BlockParser):
 
     name = "qwen3_coder"
     close_marker: ClassVar[str] = "</tool_call>"
+    #: Whether the template writes a newline after ``<parameter=k>`` and before
+    #: ``</parameter>`` (markup, dropped once each), or the value right between the tags.
+    value_newlines: ClassVar[bool] = True
     special_markers = ("<tool_call>", "</tool_call>")
     starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block", _FN: "fn_name"}
     end = "</tool_call>"
@@ -252,13 +255,13 @@ class Qwen3CoderParser(BlockParser):
             return
         if self._lead:
             self._lead = False
-            if text.startswith("\n"):
+            if text.startswith("\n") and self.value_newlines:
                 text, self._dropped = text[1:], "\n"
                 if not text:
                     return
         text = self._held + text
         self._held = ""
-        if text.endswith("\n"):
+        if text.endswith("\n") and self.value_newlines:
             text, self._held = text[:-1], "\n"
         if not text:
             return
@@ -357,6 +360,7 @@ class SeedOssParser(Qwen3CoderParser):
 
     name = "seed_oss"
     close_marker = "</seed:tool_call>"
+    value_newlines = False
     special_markers = ("<seed:tool_call>", "</seed:tool_call>")
     starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "fn_name"}
     end = "</seed:tool_call>"
