@@ -305,6 +305,82 @@ def test_vllm_seed_oss_cases(text: str, args: dict[str, Any]) -> None:
         assert "cot_budget_reflect" in msg["reasoning_content"] or "Got it" in inner
 
 
+# llama.cpp tests/test-chat.cpp (peg_tester cases for Qwen3.5-4B.jinja and
+# NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja): output, template options, expected message.
+LCPP_TOOLS = [
+    _tool("special_function", {"arg1": {"type": "integer"}}),
+    _tool("special_function_with_opt", {"arg1": {"type": "integer"}, "arg2": {"type": "integer"}}),
+    _tool("python", {"code": {"type": "string"}}),
+    _tool("empty_args", {}),
+]
+LCPP_CALL = "<tool_call>\n<function=special_function>\n<parameter=arg1>\n1\n</parameter>\n</function>\n</tool_call>"
+LCPP_CALL2 = (
+    "<tool_call>\n<function=special_function_with_opt>\n<parameter=arg1>\n1\n</parameter>\n"
+    "<parameter=arg2>\n2\n</parameter>\n</function>\n</tool_call>"
+)
+PY_CODE = 'def hello():\n    print("Hello, world!")\n\nhello()'
+PY_CALL = f"<tool_call>\n<function=python>\n<parameter=code>\n{PY_CODE}\n</parameter>\n</function>\n</tool_call>"
+FAKE_IN_REASONING = "Let's call a tool: " + PY_CALL.replace("Hello, world!", "Not the real call!")
+ONE = ("special_function", {"arg1": 1}, None)
+LCPP_CASES = [
+    (
+        "Hello, world!\nWhat's up?",
+        {"enable_thinking": False},
+        None,
+        "Hello, world!\nWhat's up?",
+        [],
+    ),
+    (
+        "I'm\nthinking\n</think>\nHello, world!\nWhat's up?",
+        {"enable_thinking": True},
+        "I'm\nthinking",
+        "Hello, world!\nWhat's up?",
+        [],
+    ),
+    (LCPP_CALL, {"enable_thinking": False}, None, None, [ONE]),
+    ("I'm\nthinking\n</think>\n" + LCPP_CALL, {}, "I'm\nthinking", None, [ONE]),
+    (
+        LCPP_CALL + "\n" + LCPP_CALL2,
+        {"enable_thinking": False},
+        None,
+        None,
+        [ONE, ("special_function_with_opt", {"arg1": 1, "arg2": 2}, None)],
+    ),
+    (PY_CALL, {"enable_thinking": False}, None, None, [("python", {"code": PY_CODE}, None)]),
+    # a call quoted in the reasoning stays reasoning
+    (
+        FAKE_IN_REASONING + "\n</think>\n\n" + PY_CALL,
+        {"enable_thinking": True},
+        FAKE_IN_REASONING,
+        None,
+        [("python", {"code": PY_CODE}, None)],
+    ),
+    (
+        "<tool_call>\n<function=empty_args>\n</function>\n</tool_call>",
+        {"enable_thinking": False},
+        None,
+        None,
+        [("empty_args", {}, None)],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "options", "reasoning", "content", "expected"), LCPP_CASES)
+@pytest.mark.parametrize("template", ["qwen3.5", "nemotron3-nano"])
+def test_llamacpp_cases(
+    template: str,
+    text: str,
+    options: dict[str, Any],
+    reasoning: str | None,
+    content: str | None,
+    expected: list[Any],
+) -> None:
+    msg = assert_stream_equals_whole(text, template, tools=LCPP_TOOLS, **options)
+    assert calls(msg) == expected
+    assert msg.get("reasoning_content") == reasoning
+    assert msg["content"] == content
+
+
 # ------------------------------------------------------------------ values
 WRITE = _tool(
     "write",
