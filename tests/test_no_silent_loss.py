@@ -196,6 +196,7 @@ EARLIER_REASONING_DROPPED = frozenset(
         "deepseek-r1-distill-llama",
         "deepseek-r1-distill-qwen",
         "lfm2.5-moe",
+        "qwen3.5",
     }
 )
 #: Official Jinja formats (rendered as they are) that write an assistant message's content only.
@@ -292,6 +293,14 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _always,
         "a template whose official format has no tool definitions (supports_tools is false) "
         "ignores tools=, as its official template does; its tool calls and results are refused",
+    ),
+    Exemption(
+        lambda t: isinstance(t, PackagedTemplate),
+        "",
+        _always,
+        "a packaged template is its official Jinja file rendered as is (a family without a "
+        "native template): it drops what that file drops (e.g. Nemotron Nano v2 skips a later "
+        "system message and never writes reasoning_content) and cannot refuse it",
     ),
     Exemption(
         named(NO_TOOL_DEFINITIONS),

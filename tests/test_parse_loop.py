@@ -115,6 +115,19 @@ _NOT_A_CONTINUATION = [
         )
         for name in ("laguna-xs.2", "laguna-xs-2.1")
     ),
+    (
+        "nemotron-nano-v2",
+        ("plain", "reasoning", "text+call"),
+        ("",),
+        "the final reply is rendered inside the <think> block the prompt opened (never closed), "
+        "and its calls as a second assistant turn",
+    ),
+    (
+        "nemotron3-nano",
+        ("plain", *_CALLS),
+        ("",),
+        "the prompt opens <think>; a turn without reasoning is rendered with '<think></think>'",
+    ),
     *(
         (
             name,
@@ -122,7 +135,7 @@ _NOT_A_CONTINUATION = [
             ("enable_thinking=False",),
             "thinking off prefills an empty block; a turn with reasoning is rendered with it",
         )
-        for name in ("glm4.5", "glm4.7", "qwen3")
+        for name in ("glm4.5", "glm4.7", "qwen3", "qwen3.5")
     ),
     (
         "hy3",
@@ -249,8 +262,16 @@ def _after_think_prefill(
                 return rest, None
             if reasoning and rest.startswith(prefill + reasoning):  # the opener written again
                 return rest[len(prefill) :], None
+            if rest.startswith("<think>"):
+                continue  # the turn opens its own block: not a continuation
             return writes + rest, thought
     return None
+
+
+def _leaves_think_open(prompt: str, out: str) -> bool:
+    """Whether the prompt opens ``<think>`` and the rendered turn never closes it (the answer
+    is written inside the block the prompt opened: a model never writes that)."""
+    return prompt.rstrip().endswith("<think>") and "</think>" not in out
 
 
 def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
@@ -275,6 +296,9 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                 except ChatFmtError:
                     continue  # the format cannot express this turn
                 key = (tpl.name, kind, _opts_id(opts))
+                if full.startswith(prompt) and _leaves_think_open(prompt, full[len(prompt) :]):
+                    not_continuations.add(key)
+                    continue
                 if full.startswith(prompt):
                     out, thought = full[len(prompt) :], None
                 else:

@@ -42,13 +42,17 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "minimax",
     "misc",
     "mistral",
+    "nemotron",
     "phi",
     "qwen",
+    "qwen3_coder",
     "reka",
     "rwkv",
+    "seed",
     "smollm",
     "solar",
     "spark",
+    "stepfun",
     "yi",
 )
 

@@ -26,7 +26,9 @@ from . import (  # noqa: F401
     minicpm,
     minimax,
     mistral,
+    nemotron,
     pythonic,
+    qwen3_coder,
     solar,
 )
 from .reasoning import ThinkParser  # noqa: F401
