@@ -25,12 +25,6 @@ RENDERING = sorted(name for name, rt in TRIPS.items() if rt.renders_calls)
 _NO_PARSER = "Jinja only, no tool parser yet"
 #: Reference templates that render tool calls but do not parse them back yet, with the reason.
 CANNOT_PARSE_YET: dict[str, str] = {
-    "ByteDance-Seed-OSS.jinja": f"{_NO_PARSER}: Seed-OSS <seed:tool_call><function=…>",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": f"{_NO_PARSER}: <tool_call><function=…> XML",
-    "NVIDIA-Nemotron-Nano-v2.jinja": f"{_NO_PARSER}: Nemotron <TOOLCALL>[…]</TOOLCALL>",
-    "Qwen3-Coder.jinja": "recognized as plain ChatML; its <function=…><parameter=…> XML has no parser",
-    "Qwen3.5-4B.jinja": f"{_NO_PARSER}: Qwen3.5 <tool_call><function=…> XML",
-    "StepFun3.5-Flash.jinja": f"{_NO_PARSER}: Step-3.5 <tool_call><function=…> XML",
     "llama-cpp-deepseek-r1.jinja": f"{_NO_PARSER}: llama.cpp's DeepSeek-R1 (deepseek_v3 form)",
 }
 
