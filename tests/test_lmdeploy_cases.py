@@ -99,7 +99,9 @@ OUT_OF_SCOPE: dict[str, str] = {
     "cogvlm2": _VL,
     "deepseek-vl": _VL,
     "deepseek-vl2": _VL,
-    "gpt-oss": "gpt-oss (OpenAI Harmony format) is not implemented in chatfmt",
+    "gpt-oss": "LMDeploy's GptOss class is a simplified fallback (no channels: "
+    "'<|start|>assistantHi there<|end|>'), not the model's Harmony format; chatfmt's gpt-oss "
+    "template is the official one (tests/test_gpt_oss.py), so these renders are not compared",
     "intern-s1": _VL + " (Intern-S1 is multimodal)",
     "interns1": _VL + " (Intern-S1 is multimodal)",
     "internlm-xcomposer2": _VL,
@@ -127,6 +129,7 @@ OUT_OF_SCOPE: dict[str, str] = {
 }
 #: Out-of-scope names chatfmt still resolves (through a model-name pattern), and to what.
 OUT_OF_SCOPE_RESOLVES = {
+    "gpt-oss": "gpt-oss",  # the name resolves to chatfmt's official Harmony template
     "internvl-phi3": "phi3",  # chatfmt's phi3 pattern 'phi-?3' matches the name
     "internvl2-phi3": "phi3",
 }
