@@ -239,8 +239,14 @@ def model_output(tpl: Any, args: dict[str, Any]) -> str | None:
 
 
 def stream_template(tpl: Any, parts: list[str]) -> list[tuple[str, str]]:
-    """Stream ``parts`` through ``StreamParser(tpl)``; the (name, arguments) of the calls."""
-    sp = StreamParser(tpl, tools=[WRITE_FILE])
+    """Stream ``parts`` through ``StreamParser(tpl)`` (or a bare parser name); the (name,
+    arguments) of the calls. The output is the rendered call itself, so a reasoning block the
+    generation prompt opens is not in it."""
+    if isinstance(tpl, str):
+        sp = StreamParser(parser=tpl, tools=[WRITE_FILE])
+    else:
+        closed = {"thinking_prefilled": False} if tpl.reasoning_parser else {}
+        sp = StreamParser(tpl, tools=[WRITE_FILE], **closed)
     names: dict[int, str] = {}
     args: dict[int, list[str]] = {}
     for p in [*parts, None]:
@@ -253,9 +259,28 @@ def stream_template(tpl: Any, parts: list[str]) -> list[tuple[str, str]]:
     return [(names.get(i, ""), "".join(a)) for i, a in sorted(args.items())]
 
 
+def _pythonic(args: dict[str, Any]) -> str:
+    return "[write_file(" + ", ".join(f"{k}={json.dumps(v)}" for k, v in args.items()) + ")]"
+
+
+def _json_call(args: dict[str, Any]) -> str:
+    return json.dumps({"name": "write_file", "arguments": args}, ensure_ascii=False)
+
+
+#: Parsers no registered template renders a call for: their output written by hand.
+SYNTHETIC: dict[str, Any] = {
+    "pythonic": _pythonic,
+    "jamba": lambda a: "<tool_calls>[" + _json_call(a) + "]</tool_calls>",
+    "phi4": lambda a: "functools[" + _json_call(a) + "]",
+}
+
+
 def format_inputs(sizes: tuple[int, ...]) -> dict[str, tuple[Any, dict[int, list[str]]]]:
-    """Per tool parser name: its first template that renders the call, and the chunked outputs."""
+    """Per tool parser name: its first template that renders the call, and the chunked outputs
+    (a hand-written output through the bare parser for :data:`SYNTHETIC`)."""
     found: dict[str, tuple[Any, dict[int, list[str]]]] = {}
+    for name, write in SYNTHETIC.items():
+        found[name] = (name, {size: chunks(write(arguments(size))) for size in sizes})
     for tpl in chatfmt.list_templates():
         if not tpl.tool_parser or tpl.tool_parser in found:
             continue
@@ -280,7 +305,12 @@ def calls_match(tpl: Any, parts: list[str], size: int) -> bool:
 def format_rows(quick: bool) -> None:
     sizes = (10_000, 100_000)
     inputs = format_inputs(sizes)
-    print(f"\n{'parser':<14} {'template':<26} {'10KB ms':>9} {'100KB ms':>9} {'growth':>7}  check")
+    from chatfmt.parsing import TOOL_PARSERS
+
+    missing = sorted(
+        {cls.name for cls in TOOL_PARSERS.values() if cls.name not in inputs} - {"plain"}
+    )
+    print(f"\n{'parser':<16} {'template':<26} {'10KB ms':>9} {'100KB ms':>9} {'growth':>7}  check")
     for parser, (tpl, by_size) in sorted(inputs.items()):
         bad = [f"{size // 1000}KB" for size in sizes if not calls_match(tpl, by_size[size], size)]
         check = f"MISMATCH at {', '.join(bad)}" if bad else "ok"
@@ -291,10 +321,13 @@ def format_rows(quick: bool) -> None:
         med = {size: statistics.median(times[size]) for size in sizes}
         growth = med[100_000] / med[10_000]
         flag = "" if growth <= 12 else "  (> 12x)"
+        label = tpl if isinstance(tpl, str) else tpl.name
         print(
-            f"{parser:<14} {tpl.name:<26} {med[10_000]:>9.1f} {med[100_000]:>9.1f} "
+            f"{parser:<16} {label:<26} {med[10_000]:>9.1f} {med[100_000]:>9.1f} "
             f"{growth:>6.1f}x  {check}{flag}"
         )
+    if missing:
+        print(f"not measured (no rendered call to stream): {', '.join(missing)}")
 
 
 def main() -> None:
