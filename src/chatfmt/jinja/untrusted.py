@@ -45,7 +45,8 @@ class _Timeout(BaseException):
 
 
 # ------------------------------------------------------------------------- worker side
-def _segments_task(
+def _rendered(
+    kind: str,
     source: str,
     messages: Any,
     tools: Any,
@@ -54,31 +55,23 @@ def _segments_task(
     options: Mapping[str, Any],
     max_output: int,
 ) -> Any:
+    """The segments (``kind="segments"``) or the text of a render of ``source``."""
     from .template import JinjaTemplate
 
     tpl = JinjaTemplate(source, variables=variables, origin="template from a request")
-    segments = tpl.segments(
-        messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
-    )
-    _check_size(sum(len(s.text) for s in segments), max_output)
-    return segments
+    render = tpl.segments if kind == "segments" else tpl.render
+    out = render(messages, tools=tools, add_generation_prompt=add_generation_prompt, **options)
+    size = len(out) if isinstance(out, str) else sum(len(s.text) for s in out)
+    _check_size(size, max_output)
+    return out
 
 
-def _render_task(
-    source: str,
-    messages: Any,
-    tools: Any,
-    variables: Mapping[str, Any],
-    add_generation_prompt: bool,
-    options: Mapping[str, Any],
-    max_output: int,
-) -> Any:
-    from .template import JinjaTemplate
+def _segments_task(**kwargs: Any) -> Any:
+    return _rendered("segments", **kwargs)
 
-    tpl = JinjaTemplate(source, variables=variables, origin="template from a request")
-    text = tpl.render(messages, tools=tools, add_generation_prompt=add_generation_prompt, **options)
-    _check_size(len(text), max_output)
-    return text
+
+def _render_task(**kwargs: Any) -> Any:
+    return _rendered("render", **kwargs)
 
 
 def _parse_task(

@@ -131,6 +131,10 @@ class BlockParser(FormatParser):
     raw: RawArgs | None = None
     #: Code of the open code-interpreter call (state ``code``).
     code: CodeBody | None = None
+    #: Text gathered by :meth:`_gather` (a name, a key, a value) and not yet decided.
+    _parts: list[str]
+    #: The closing marker :meth:`_gather` stopped at last.
+    _last: str = ""
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
@@ -166,6 +170,32 @@ class BlockParser(FormatParser):
         if marker.startswith(rest) and not self.final:
             return None
         return False
+
+    def _gather(self, *closing: str, special: bool = True) -> str | None:
+        """Gather text up to the first of ``closing`` (consumed; ``self._last`` says which).
+
+        Returns the gathered text, or None while waiting for more (or, at the end of the
+        stream, when no closing marker came: the text stays in ``self._parts``). With
+        ``special=False`` the markers are plain text (no special-token check).
+        """
+        end, marker, resume = self.end_set(*closing).split(
+            self.buf, self.pos, self.real if special else None
+        )
+        if marker is None and self.final:
+            end = len(self.buf)
+        self._parts.append(self.buf[self.pos : end])
+        self.pos = end
+        if marker is None:
+            return None
+        self.pos = resume
+        self._last = marker
+        text = "".join(self._parts)
+        self._parts = []
+        return text
+
+    def _gathered(self) -> int:
+        """Characters gathered by :meth:`_gather` and not yet decided."""
+        return sum(map(len, self._parts))
 
     def end_set(self, *markers: str) -> MarkerSet:
         """A cached :class:`MarkerSet` of ``markers``."""

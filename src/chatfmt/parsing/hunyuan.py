@@ -62,24 +62,6 @@ class HunyuanParser(BlockParser):
         self.cur_end = _CALL_END
         self._parts: list[str] = []
 
-    def _collect(self, *closing: str) -> str | None:
-        """Gather text up to the first of ``closing`` (consumed); None while waiting or cut."""
-        end, marker, resume = self.end_set(*closing).split(self.buf, self.pos, self.real)
-        if marker is None and self.final:
-            end = len(self.buf)
-        self._parts.append(self.buf[self.pos : end])
-        self.pos = end
-        if marker is None:
-            return None
-        self.pos = resume
-        self._last = marker
-        text = "".join(self._parts)
-        self._parts = []
-        return text
-
-    def _held(self) -> int:
-        return sum(map(len, self._parts))
-
     def _s_calls(self) -> bool:
         if not self.skip_ws():
             if self.final:
@@ -97,9 +79,9 @@ class HunyuanParser(BlockParser):
         return True
 
     def _s_name(self) -> bool:
-        text = self._collect(_SEP, _K, _CALL_END)
+        text = self._gather(_SEP, _K, _CALL_END)
         if text is None:
-            if not self.final and self._held() <= _MAX_HEAD:
+            if not self.final and self._gathered() <= _MAX_HEAD:
                 return False
             raw = _CALL + "".join(self._parts)
             self._parts = []
@@ -143,9 +125,9 @@ class HunyuanParser(BlockParser):
         return self._broken("malformed argument pairs", "")
 
     def _s_key(self) -> bool:
-        text = self._collect(_K_END, _V, _CALL_END)
+        text = self._gather(_K_END, _V, _CALL_END)
         if text is None:
-            if self.final or self._held() > _MAX_HEAD:
+            if self.final or self._gathered() > _MAX_HEAD:
                 return self._broken("truncated" if self.final else "argument name too long", _K)
             return False
         if self._last != _K_END:
@@ -168,7 +150,7 @@ class HunyuanParser(BlockParser):
         return True
 
     def _s_value(self) -> bool:
-        text = self._collect(_V_END)
+        text = self._gather(_V_END)
         if text is None:
             if self.final:
                 return self._broken("truncated", _K + self._key + _K_END + _V)

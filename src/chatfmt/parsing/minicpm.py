@@ -43,27 +43,10 @@ class MiniCPM5Parser(BlockParser):
         self.cur_end = _FN_END
         self._parts: list[str] = []
 
-    def _collect(self, closing: str) -> str | None:
-        """Gather text up to ``closing`` (consumed); None while waiting or when cut."""
-        end, marker, resume = self.end_set(closing).split(self.buf, self.pos, None)
-        if marker is None and self.final:
-            end = len(self.buf)
-        self._parts.append(self.buf[self.pos : end])
-        self.pos = end
-        if marker is None:
-            return None
-        self.pos = resume
-        text = "".join(self._parts)
-        self._parts = []
-        return text
-
-    def _held(self) -> int:
-        return sum(map(len, self._parts))
-
     def _s_name(self) -> bool:
-        text = self._collect(_ATTR_END)
+        text = self._gather(_ATTR_END, special=False)
         if text is None:
-            if not self.final and self._held() <= _MAX_HEAD:
+            if not self.final and self._gathered() <= _MAX_HEAD:
                 return False
             index = self.out.start_call("", error="truncated" if self.final else "no tool name")
             self.out.args(index, _FN + "".join(self._parts))
@@ -97,9 +80,9 @@ class MiniCPM5Parser(BlockParser):
         return self._broken("malformed parameters", "")
 
     def _s_key(self) -> bool:
-        text = self._collect(_ATTR_END)
+        text = self._gather(_ATTR_END, special=False)
         if text is None:
-            if self.final or self._held() > _MAX_HEAD:
+            if self.final or self._gathered() > _MAX_HEAD:
                 return self._broken("truncated" if self.final else "malformed parameters", _PARAM)
             return False
         self._key = text
@@ -125,14 +108,14 @@ class MiniCPM5Parser(BlockParser):
                 self._member("".join(self._parts))
                 self._parts = []
                 return self._cut_tag(_PARAM_END)
-        text = self._collect(_PARAM_END)
+        text = self._gather(_PARAM_END, special=False)
         if text is None:
             return self._broken("truncated", self._head()) if self.final else False
         self._member(text)
         return True
 
     def _s_cdata(self) -> bool:
-        text = self._collect(_CDATA_END)
+        text = self._gather(_CDATA_END, special=False)
         if text is None:
             return self._broken("truncated", self._head() + _CDATA) if self.final else False
         self._cdata = text
