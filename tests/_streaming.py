@@ -73,3 +73,19 @@ def assert_stream_equals_whole(
         assert sent_text(deltas, "content") == (whole["content"] or ""), chunks
         assert sent_text(deltas, "reasoning_content") == whole.get("reasoning_content", ""), chunks
     return whole
+
+
+def decoded_calls(msg: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """(name, arguments decoded from JSON — or the raw text when they are not JSON — and the
+    error flag) of each tool call of a parsed message."""
+    import json
+
+    out = []
+    for call in msg.get("tool_calls") or ():
+        fn = call["function"]
+        try:
+            args = json.loads(fn["arguments"])
+        except ValueError:
+            args = fn["arguments"]
+        out.append((fn["name"], args, call.get("error")))
+    return out

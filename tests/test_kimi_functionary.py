@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import chatfmt
-from _streaming import assert_stream_equals_whole
+from _streaming import assert_stream_equals_whole, decoded_calls
 from chatfmt.jinja.packaged import PackagedTemplate
 from chatfmt.parsing import end_of_turn_markers, parse
 
@@ -37,17 +37,7 @@ def k3_close(tag: str) -> str:
 Call = tuple[str, Any]  # (name, decoded arguments)
 
 
-def calls(msg: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """(name, decoded arguments or raw text, error) of each call."""
-    out = []
-    for call in msg.get("tool_calls") or ():
-        fn = call["function"]
-        try:
-            args = json.loads(fn["arguments"])
-        except ValueError:
-            args = fn["arguments"]
-        out.append((fn["name"], args, call.get("error")))
-    return out
+calls = decoded_calls
 
 
 def check(

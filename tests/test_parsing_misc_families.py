@@ -8,13 +8,12 @@ trip from each official template is ``tests/test_parse_loop.py`` (``-k <template
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 import chatfmt
-from _streaming import assert_stream_equals_whole, call_ids
+from _streaming import assert_stream_equals_whole, call_ids, decoded_calls
 from chatfmt.parsing import end_of_turn_markers, parse
 
 WEATHER = {
@@ -35,17 +34,7 @@ WEATHER = {
 TOOLS = [WEATHER, "special_function", "manage_user_memory", "weather", "read_file", "web_search"]
 
 
-def calls_of(msg: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
-    """(name, decoded arguments or raw text, error) of each call."""
-    out = []
-    for call in msg.get("tool_calls") or ():
-        fn = call["function"]
-        try:
-            args = json.loads(fn["arguments"])
-        except ValueError:
-            args = fn["arguments"]
-        out.append((fn["name"], args, call.get("error")))
-    return out
+calls_of = decoded_calls
 
 
 def check(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import chatfmt
-from _streaming import assert_stream_equals_whole
+from _streaming import assert_stream_equals_whole, decoded_calls
 from chatfmt.parsing import StreamParser, end_of_turn_markers, parse
 
 
@@ -22,17 +22,7 @@ def _tool(name: str, properties: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def calls(msg: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
-    """(name, decoded arguments or raw text, error) of each call."""
-    out = []
-    for call in msg.get("tool_calls") or ():
-        fn = call["function"]
-        try:
-            args = json.loads(fn["arguments"])
-        except ValueError:
-            args = fn["arguments"]
-        out.append((fn["name"], args, call.get("error")))
-    return out
+calls = decoded_calls
 
 
 def xml_call(name: str, *pairs: tuple[str, str], nl: str = "\n") -> str:

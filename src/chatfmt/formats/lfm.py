@@ -17,6 +17,16 @@ from ..template import Template
 _VARIABLES = {"bos_token": "<|startoftext|>", "eos_token": "<|im_end|>"}
 _STOP = ("<|im_end|>",)
 
+#: LFM2.5's recommended sampling (the same for the dense and the MoE model).
+_LFM25_GENERATION = GenerationConfig(
+    stop_words=_STOP,
+    temperature=0.1,
+    top_p=0.1,
+    top_k=50,
+    repetition_penalty=1.05,
+    session_len=32768,
+)
+
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "LFM2-8B-A1B.jinja",
@@ -43,14 +53,7 @@ TEMPLATES: tuple[Template, ...] = (
         aliases=("lfm2.5-8b-a1b",),
         tool_parser="lfm2",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=_STOP,
-            temperature=0.1,
-            top_p=0.1,
-            top_k=50,
-            repetition_penalty=1.05,
-            session_len=32768,
-        ),
+        generation=_LFM25_GENERATION,
         variables=_VARIABLES,
         description="LFM2.5 MoE (ChatML; <think> reasoning; pythonic tool calls)",
     ),
@@ -61,14 +64,7 @@ TEMPLATES: tuple[Template, ...] = (
         aliases=("lfm2.5-instruct",),
         tool_parser="lfm2",
         reasoning_parser="think",
-        generation=GenerationConfig(
-            stop_words=_STOP,
-            temperature=0.1,
-            top_p=0.1,
-            top_k=50,
-            repetition_penalty=1.05,
-            session_len=32768,
-        ),
+        generation=_LFM25_GENERATION,
         variables=_VARIABLES,
         description="LFM2.5 (ChatML; <think> reasoning; pythonic tool calls)",
     ),
