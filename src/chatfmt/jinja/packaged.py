@@ -13,6 +13,7 @@ is this template, parsers included.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 from collections.abc import Mapping
 from functools import cached_property
@@ -89,11 +90,16 @@ class PackagedTemplate(JinjaTemplate):
         return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
 
     def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
-        """The probed generation prompt; the end-of-turn markers are the given stop words
-        (a probe finds the first marker-like text after a reply, e.g. Kimi-K3's ``<|close|>``)."""
+        """The probed generation prompt; the end-of-turn markers are the given stop words and
+        tool stop words (a probe finds the first marker-like text after a reply, e.g. Kimi-K3's
+        ``<|close|>``), and the probed marker only where none of them follows a reply (a model
+        whose stop word is not what its template writes after a turn, e.g. GigaChat3)."""
         info = super().turn_info(opts, merge)
-        if self._generation is not None and self._generation.stop_words:
-            return TurnInfo(info.generation_prompt, self._generation.stop_words)
+        gen = self._generation
+        if gen is not None and gen.stop_words:
+            declared = tuple(dict.fromkeys((*gen.stop_words, *gen.tool_stop_words)))
+            probed = tuple(m for m in info.end_of_turn if m not in declared)
+            return dataclasses.replace(info, end_of_turn=declared, fallback_end_of_turn=probed)
         return info
 
     def _render_plain(

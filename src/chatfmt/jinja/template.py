@@ -452,8 +452,11 @@ class JinjaTemplate(Template):
         user = [{"role": "user", "content": u}]
         gp = ""
         with_gp, without = out(user, True), out(user, False)
+        user_close = ""
         if with_gp is not None and without is not None and with_gp.startswith(without):
             gp = with_gp[len(without) :]
+            if u in without:
+                user_close = without[without.rindex(u) + len(u) :]
         eots: list[str] = []
         tail_out = out([*user, {"role": "assistant", "content": a}], False)
         mid_out = out(
@@ -470,7 +473,7 @@ class JinjaTemplate(Template):
         eos = self.variables.get("eos_token")
         if isinstance(eos, str) and eos and eos not in eots:
             eots.append(eos)
-        return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots))
+        return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots), user_close=user_close)
 
 
 def _rebuild(source: str, name: str, variables: Mapping[str, Any], origin: str) -> JinjaTemplate:

@@ -16,6 +16,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import markupsafe
 
@@ -24,6 +25,8 @@ from .environment import GEN_CLOSE, GEN_OPEN
 from .inputs import R_CLOSE, R_OPEN, S_CLOSE, S_OPEN
 
 _TOKEN = re.compile(f"{S_OPEN}(\\d+){S_CLOSE}|{R_OPEN}(\\d+){R_CLOSE}|{GEN_OPEN}|{GEN_CLOSE}")
+#: special-token-like text (``<|…|>``, ``<…>``, ``[…]``): where a generation prompt may be cut
+_SPECIAL = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")
 _STRAY = re.compile(f"[{S_OPEN}{S_CLOSE}{R_OPEN}{R_CLOSE}{GEN_OPEN}{GEN_CLOSE}]")
 
 
@@ -187,6 +190,12 @@ class TurnInfo:
 
     generation_prompt: str = ""
     end_of_turn: tuple[str, ...] = ()
+    #: markers looked for only where none of ``end_of_turn`` follows a reply (e.g. the probed
+    #: marker of a template whose declared stop words are not what it writes after a turn)
+    fallback_end_of_turn: tuple[str, ...] = ()
+    #: what the template writes after a final user message's text without a generation prompt
+    #: (Mistral's ``[/INST]``): with an empty generation prompt, a reply starts after it
+    user_close: str = ""
 
 
 def build_segments(
@@ -200,37 +209,43 @@ def build_segments(
 
     Template text between two messages' values goes to the later message, except
     an end-of-turn marker right after a message's values (and anything before it),
-    which stays with that message. Assistant messages are trained from their first
-    value (or the end of the generation prompt before it, or of its longest
-    line-prefix there) through their end-of-turn marker; with ``{% generation %}`` spans, exactly those are trained, and
-    the template text inside one belongs to its assistant message.
+    which stays with that message. A value of an assistant message written after
+    that message's end-of-turn marker (a tool result's header naming the call)
+    belongs to the message whose text follows it. Assistant messages are trained
+    from their first value (or the end of the generation prompt before it, or of
+    its longest prefix ending a line or a special token there) through their
+    end-of-turn marker; with ``{% generation %}`` spans, exactly those are trained,
+    and the template text inside one belongs to its assistant message.
     """
-    runs: list[list[int]] = []  # [owner, first start, last end], consecutive values of one message
-    for s in spans:
-        if s.slot is None or s.slot.owner is None:
-            continue
-        if runs and runs[-1][0] == s.slot.owner:
-            runs[-1][2] = s.end
-        else:
-            runs.append([s.slot.owner, s.start, s.end])
-    cuts: list[tuple[int, int | None]] = [(0, runs[0][0] if runs else None)]
+    markers = (info.end_of_turn, info.fallback_end_of_turn)
+    runs = _runs(real, spans, assistant, markers)
+    # a run whose owner's turn has already ended is part of the next message's text
+    region = [r[0] for r in runs]
+    for k in range(len(runs) - 2, -1, -1):
+        if runs[k][3]:
+            region[k] = region[k + 1]
+    cuts: list[tuple[int, int | None]] = [(0, region[0] if runs else None)]
     trained: list[tuple[int, int]] = []
     boundary = 0
-    for k, (owner, first, last) in enumerate(runs):
+    for k, (owner, first, last, stray) in enumerate(runs):
         nxt = runs[k + 1] if k + 1 < len(runs) else None
-        eot_end = _after_eot(real, last, nxt[1] if nxt else len(real), info.end_of_turn)
-        if owner in assistant and gens is None:
+        eot_end = _after_eot(real, last, nxt[1] if nxt else len(real), markers)
+        if owner in assistant and gens is None and not stray:
             t_start = first
-            # the generation prompt, else its longest line-prefix (a prompt that prefills an
-            # empty thinking block, e.g. Gemma 4's, while rendered turns write the opener only)
+            # the generation prompt, else its longest prefix ending a line or a special token
+            # (a prompt that prefills a thinking block, e.g. Gemma 4's, while rendered turns
+            # write the header only, or another block, e.g. Command A's <|START_ACTION|>)
             for opener in _openers(info.generation_prompt):
                 q = real.rfind(opener, boundary, first)
                 if q != -1:
                     t_start = q + len(opener)
                     break
+            close = info.user_close
+            if not info.generation_prompt and close and real.startswith(close, boundary):
+                t_start = min(first, boundary + len(close))  # e.g. [TOOL_CALLS] after [/INST]
             trained.append((t_start, eot_end or last))
         boundary = eot_end or last
-        cuts.append((boundary, nxt[0] if nxt else None))
+        cuts.append((boundary, region[k + 1] if nxt else None))
     #: generation span -> its assistant message (the k-th span is the k-th assistant reply)
     gen_owner: dict[tuple[int, int], int] = {}
     if gens is not None:
@@ -248,6 +263,7 @@ def build_segments(
         }
     )
     cut_pos = [c for c, _ in cuts]
+    strays = [(first, last) for _, first, last, stray in runs if stray]
     span_starts = [s.start for s in spans]
     b = SegmentBuilder()
     for a, z in itertools.pairwise(points):
@@ -261,28 +277,65 @@ def build_segments(
         if span in gen_owner:
             msg = gen_owner[span]  # template text inside a reply's generation span is the reply's
         if slot is not None:
-            b.content(real[a:z], slot.owner if slot.owner is not None else None, is_trained)
+            # a value inside another message's text (a tool result's header naming the call)
+            stray = any(first <= a < last for first, last in strays)
+            b.content(real[a:z], msg if stray else slot.owner, is_trained)
         else:
             b.control(real[a:z], msg, is_trained)
     return b.segments
 
 
-def _openers(prompt: str) -> list[str]:
-    """``prompt`` and its proper prefixes that end a line, longest first."""
-    cuts = [i + 1 for i, ch in enumerate(prompt[:-1]) if ch == "\n"]
-    return [prompt, *(prompt[:i] for i in reversed(cuts))] if prompt else []
+def _runs(
+    real: str,
+    spans: list[Span],
+    assistant: set[int],
+    markers: tuple[tuple[str, ...], ...],
+) -> list[list[Any]]:
+    """``[owner, first start, last end, stray]`` per run of consecutive values of one message.
 
-
-def _after_eot(real: str, start: int, stop: int, markers: tuple[str, ...]) -> int | None:
-    """End of the first end-of-turn marker in ``real[start:stop]`` (``None`` if there is none)."""
-    best = None
-    for mk in markers:
-        if not mk:
+    An end-of-turn marker (of the first tier: a fallback marker may be the end of a block
+    inside a turn) between two values of an assistant message ends the run; a later
+    run of a message whose turn has ended is ``stray`` (it is written inside another turn).
+    """
+    runs: list[list[Any]] = []
+    seen: set[int] = set()
+    for s in spans:
+        owner = s.slot.owner if s.slot is not None else None
+        if owner is None:
             continue
-        q = real.find(mk, start, stop)
-        if q != -1 and (best is None or q < best[0]):
-            best = (q, q + len(mk))
-    return best[1] if best else None
+        if runs and runs[-1][0] == owner:
+            last = runs[-1]
+            if owner not in assistant or _after_eot(real, last[2], s.start, markers[:1]) is None:
+                last[2] = s.end
+                continue
+        runs.append([owner, s.start, s.end, owner in assistant and owner in seen])
+        seen.add(owner)
+    return runs
+
+
+def _openers(prompt: str) -> list[str]:
+    """``prompt`` and its proper prefixes that end a line or a special token, longest first."""
+    cuts = {i + 1 for i, ch in enumerate(prompt[:-1]) if ch == "\n"}
+    cuts.update(m.end() for m in _SPECIAL.finditer(prompt) if m.end() < len(prompt))
+    return [prompt, *(prompt[:i] for i in sorted(cuts, reverse=True))] if prompt else []
+
+
+def _after_eot(
+    real: str, start: int, stop: int, markers: tuple[tuple[str, ...], ...]
+) -> int | None:
+    """End of the first end-of-turn marker in ``real[start:stop]`` (``None`` if there is none);
+    each tier of ``markers`` is looked for only where no marker of an earlier tier is."""
+    for tier in markers:
+        best = None
+        for mk in tier:
+            if not mk:
+                continue
+            q = real.find(mk, start, stop)
+            if q != -1 and (best is None or q < best[0]):
+                best = (q, q + len(mk))
+        if best:
+            return best[1]
+    return None
 
 
 def search_spans(real: str, values: list[tuple[int, str]]) -> list[Span]:
