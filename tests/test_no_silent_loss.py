@@ -26,12 +26,12 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+from chatfmt.jinja import TemplateRejected
 from chatfmt.jinja.packaged import PackagedTemplate
 
-#: Native templates. Packaged official Jinja templates (``PackagedTemplate``) render exactly what
-#: their official source renders, drops included (transformers parity, tested in
-#: tests/test_jinja_recognition.py); this property is chatfmt's own guarantee for native ones.
-TEMPLATES = [t.name for t in chatfmt.list_templates() if not isinstance(t, PackagedTemplate)]
+#: Every registered template: native ones refuse by their own rules; packaged official Jinja
+#: templates render the official output and refuse what it leaves out (``packaged.dropped``).
+TEMPLATES = [t.name for t in chatfmt.list_templates()]
 
 
 # ----------------------------------------------------------------------------- generated data
@@ -363,6 +363,9 @@ def check_no_silent_loss(
     except ChatFmtError as exc:
         index = getattr(exc, "index", "missing")
         where = getattr(exc, "field", None)
+        if isinstance(exc, TemplateRejected):  # the official template's own raise_exception:
+            where = "(the template's own check)"  # its message says what; the index says where
+            assert isinstance(index, int), f"{template.name}: error names no message: {exc!r}"
         assert where, f"{template.name}: error names no field: {exc!r}"
         if index is None:
             assert where.split("[")[0] in ("tools", "messages"), (
@@ -517,3 +520,17 @@ def test_mistral_v3_refuses_a_system_prompt_it_would_drop(name: str) -> None:
         tpl.render(msgs, add_generation_prompt=False)
     assert (err.value.index, err.value.field) == (0, "content")
     assert "Be brief." in tpl.render(msgs[:2])
+
+
+def test_packaged_templates_refuse_what_their_official_file_drops() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    turn = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    # LFM2's official template writes an assistant message's content only.
+    with pytest.raises(UnsupportedFeatureError) as err:
+        chatfmt.render(turn, "lfm2", add_generation_prompt=False)
+    assert (err.value.index, err.value.field) == (1, "tool_calls[0]")
+    # The same turn where the official file writes it renders exactly the official output.
+    assert "get_weather" in chatfmt.render(turn, "lfm2.5-moe", add_generation_prompt=False)

@@ -117,7 +117,7 @@ _NOT_A_CONTINUATION = [
     ),
     (
         "nemotron-nano-v2",
-        ("plain", "reasoning", "text+call"),
+        ("plain", "text+call"),
         ("",),
         "the final reply is rendered inside the <think> block the prompt opened (never closed), "
         "and its calls as a second assistant turn",

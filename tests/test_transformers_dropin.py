@@ -91,6 +91,7 @@ TRANSFORMERS_FAILS: set[tuple[str, str]] = {
 CHATFMT_REFUSES: set[tuple[str, str]] = {
     ("HuggingFaceTB-SmolLM3-3B", "tool"),
     ("internlm-internlm2-chat-7b", "tool"),
+    ("llama-cpp-rwkv-world", "tool"),
 }
 
 

@@ -20,7 +20,8 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from ..config import GenerationConfig
-from ..errors import TemplateError
+from ..errors import TemplateError, UnsupportedFeatureError
+from ..protocol import Conversation
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
 from .inputs import Dialect, Prepared
@@ -110,12 +111,22 @@ class PackagedTemplate(JinjaTemplate):
         when: _dt.datetime,
         merge: bool,
     ) -> tuple[str, Dialect]:
-        """As for a native template, ``reasoning_content`` that the official file has no place
-        for is refused (the file would drop it silently)."""
+        """The official output — or, as for a native template, an error naming the message
+        and field the official file would drop silently (see :func:`dropped`)."""
         if not self.supports_reasoning:
             for m in prep.conv.messages:
                 refuse_reasoning(self.name, m)
-        return super()._render_plain(prep, opts, add_gen, when, merge)
+        text, dialect = super()._render_plain(prep, opts, add_gen, when, merge)
+        lost = dropped(prep.conv, text)
+        if lost is not None:
+            index, field = lost
+            raise UnsupportedFeatureError(
+                f"template {self.name!r} (its official Jinja) does not write this; "
+                "chatfmt refuses rather than drop it silently",
+                index=index,
+                field=field,
+            )
+        return text, dialect
 
     def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
         """This template with other tokenizer-config ``variables`` (same name and parsers)."""
@@ -129,6 +140,28 @@ class PackagedTemplate(JinjaTemplate):
                 self.packaged_file, **{**self._init_args, "variables": merged}
             )
         return tpl
+
+
+def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
+    """The first (message index, field) whose data is missing from ``text``, or None.
+
+    Checked: every message's text (stripped), every tool call's name, and reasoning after
+    the last user message (earlier reasoning is dropped by design in reasoning formats, as
+    the native templates do). Arguments are not checked: templates re-serialize them.
+    """
+    users = [m.index for m in conv.messages if m.role == "user"]
+    last_user = users[-1] if users else -1
+    for m in conv.messages:
+        body = (m.content or "").strip()
+        if body and body not in text:
+            return m.index, "content"
+        for k, call in enumerate(m.tool_calls):
+            if call.type == "function" and call.name not in text:
+                return m.index, f"tool_calls[{k}]"
+        thought = (m.reasoning_content or "").strip()
+        if thought and m.index > last_user and thought not in text:
+            return m.index, "reasoning_content"
+    return None
 
 
 _VARIANTS: dict[tuple[str, str, str], PackagedTemplate] = {}
