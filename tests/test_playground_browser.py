@@ -184,3 +184,30 @@ def test_tokenize_report_opens_with_histogram_and_coloured_samples(
     )
     assert len(set(colours)) == 3  # control, trained and other tokens look different
     shot(browser, "tokenize-report.png")
+
+
+def test_generate_streams_the_models_answer_parsed(browser: Any) -> None:
+    """With a backend, Generate streams the answer through /v1/chat/completions, parsed."""
+    from _fake_server import FakeCompletionsServer, serve
+    from chatfmt.backends.openai import OpenAICompletionsBackend
+    from chatfmt.gateway import ModelEntry
+
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
+    engine = FakeCompletionsServer(["<think>Rome is in Italy.</think>Checking." + call])
+    with serve(engine) as running:
+        qwen3 = chatfmt.get_template("qwen3")
+        models = {"qwen3": ModelEntry("qwen3", OpenAICompletionsBackend(running.base_url), qwen3)}
+        with gateway(create_app(models, playground=Playground())) as url:
+            browser.get(url + "/")
+            wait(browser, "document.querySelectorAll('#model-select option').length === 1")
+            browser.execute_script("document.getElementById('examples').value = 'chat';")
+            browser.find_element(By.ID, "load-example").click()
+            browser.find_element(By.ID, "generate-btn").click()
+            answer = wait(
+                browser,
+                "document.getElementById('answer').textContent.includes('[tool call]') && "
+                "document.getElementById('answer').textContent",
+            )
+    assert answer.startswith("[reasoning] Rome is in Italy.")
+    assert "Checking." in answer and '[tool call] get_weather({"city": "Rome"})' in answer
+    assert engine.requests[0]["prompt"].endswith("<|im_start|>assistant\n")
