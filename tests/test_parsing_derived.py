@@ -68,6 +68,7 @@ CROSS = {
     "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral",
     "deepseek-ai-DeepSeek-V3.1.jinja": "deepseek_v31",
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek_v3",
+    "GLM-4.6.jinja": "glm45",
     "internlm-internlm2-chat-7b.jinja": "internlm2",
 }
 #: The peer cases of a native parser (the file's own naming of the parser families).
@@ -241,49 +242,50 @@ UNKNOWN: dict[str, str] = {
     "Apertus-8B-Instruct.jinja": "error: call objects keyed by the tool name",
     "Apriel-1.6-15b-Thinker-fixed.jinja": "json_list",
     "Bielik-11B-v3.0-Instruct.jinja": "json_call",
-    "ByteDance-Seed-OSS.jinja": "error: XML parameters",
+    "ByteDance-Seed-OSS.jinja": "error: <function=…><parameter=…> (the machine is on h/xmlfn)",
     "Cohere2MoE.jinja": "error: a call turn ends with <|END_OF_TURN_TOKEN|>…, not a stop word without the tokenizer's EOS",
     "GigaChat3-10B-A1.8B.jinja": "error: a call starts with the end-of-turn marker <|message_sep|>",
     "GigaChat3.1-10B-A1.8B.jinja": "json_call",
     "Kimi-K2-Instruct.jinja": "error: a call index between name and arguments",
     "Kimi-K2-Thinking.jinja": "error: a call index between name and arguments",
     "Kimi-K3.jinja": "error: attribute-style calls",
+    "GLM-4.7-Flash.jinja": "xml_pairs",
     "LFM2-8B-A1B.jinja": _NO_CALLS,
-    "LFM2.5-8B-A1B.jinja": "error: pythonic calls",
+    "LFM2.5-8B-A1B.jinja": "error: pythonic calls (the machine is on h/pythonic)",
     "LFM2.5-Instruct.jinja": _NO_CALLS,
     "MiMo-VL.jinja": "json_call",
     "MiniMax-M1.jinja": "json_call",
-    "MiniMax-M2.jinja": "error: XML parameters",
-    "MiniMax-M3.jinja": "error: XML parameters",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "error: XML parameters",
+    "MiniMax-M2.jinja": "error: <invoke name=…><parameter name=…>: no machine for that spelling",
+    "MiniMax-M3.jinja": "error: <invoke name=…> with keys as tags: no machine for that spelling",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "error: <function=…><parameter=…> (h/xmlfn)",
     "NVIDIA-Nemotron-Nano-v2.jinja": "json_list",
-    "Qwen3-Coder.jinja": "error: XML parameters",
-    "Qwen3.5-4B.jinja": "error: XML parameters",
+    "Qwen3-Coder.jinja": "error: <function=…><parameter=…> (h/xmlfn)",
+    "Qwen3.5-4B.jinja": "error: <function=…><parameter=…> (h/xmlfn)",
     "Reka-Edge.jinja": "json_call",
-    "Spark2.5.jinja": "error: XML parameters",
-    "StepFun3.5-Flash.jinja": "error: XML parameters",
-    "deepseek-ai-DeepSeek-V3.2.jinja": "error: XML parameters",
-    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": "error: XML parameters",
-    "deepseek-ai-DeepSeek-V4.jinja": "error: XML parameters",
+    "Spark2.5.jinja": "xml_pairs",
+    "StepFun3.5-Flash.jinja": "error: <function=…><parameter=…> (h/xmlfn)",
+    "deepseek-ai-DeepSeek-V3.2.jinja": "error: DSML <invoke>/<parameter name=… string=…>",
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": "error: DSML <invoke>/<parameter name=… string=…>",
+    "deepseek-ai-DeepSeek-V4.jinja": "error: DSML <invoke>/<parameter name=… string=…>",
     "fireworks-ai-llama-3-firefunction-v2.jinja": "json_list",
     "google-gemma-4-31B-it-interleaved.jinja": "error: Gemma 4's own value syntax",
     "google-gemma-4-31B-it.jinja": "error: Gemma 4's own value syntax",
     "google-gemma-2-2b-it.jinja": _NO_CALLS,
     "microsoft-Phi-3.5-mini-instruct.jinja": _NO_CALLS,
-    "inclusionai-ling-3.0-flash.jinja": "error: XML parameters",
+    "inclusionai-ling-3.0-flash.jinja": "xml_pairs",
     "llama-cpp-deepseek-r1.jinja": "json_arguments",
     "llama-cpp-rwkv-world.jinja": _NO_CALLS,
     "meetkai-functionary-medium-v3.1.jinja": "json_arguments",
     "meetkai-functionary-medium-v3.2.jinja": "error: the first call's marker is in the generation prompt",
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "json_arguments",
     "moonshotai-Kimi-K2.jinja": "error: a call index between name and arguments",
-    "muse-glimmer.jinja": "error: XML parameters",
+    "muse-glimmer.jinja": "error: a recipient header and <atem:invoke> parameters",
     "openai-gpt-oss-120b.jinja": "error: Harmony channels",
-    "openbmb-MiniCPM5-1B.jinja": "error: XML parameters",
-    "poolside-Laguna-S-2.1.jinja": "error: XML parameters",
-    "poolside-Laguna-XS-2.1.jinja": "error: XML parameters",
-    "poolside-Laguna-XS.2.jinja": "error: XML parameters",
-    "tencent-Hy3.jinja": "error: XML parameters",
+    "openbmb-MiniCPM5-1B.jinja": "error: <function name=…><param name=…>: no machine for that spelling",
+    "poolside-Laguna-S-2.1.jinja": "xml_pairs",
+    "poolside-Laguna-XS-2.1.jinja": "xml_pairs",
+    "poolside-Laguna-XS.2.jinja": "xml_pairs",
+    "tencent-Hy3.jinja": "error: a calls block, <tool_sep> after the name and namespaced pair tags",
     "unsloth-Apriel-1.5.jinja": "json_list",
     "upstage-Solar-Open-100B.jinja": "error: the call id is written before the name",
 }
@@ -301,8 +303,11 @@ def _unknown_files() -> list[str]:
 UNKNOWN_FILES = _unknown_files()
 
 
-def test_unknown_list_is_exact() -> None:
-    assert sorted(UNKNOWN) == UNKNOWN_FILES
+def test_unknown_list_covers_every_template_without_a_parser() -> None:
+    """Every reference template without a native or packaged parser has its expected outcome
+    here (a template that gains a parser keeps its entry: derivation bypasses recognition)."""
+    assert set(UNKNOWN_FILES) <= set(UNKNOWN)
+    assert set(UNKNOWN) <= {p.name for p in TEMPLATES.glob("*.jinja")}
 
 
 def _outcome(tpl: JinjaTemplate) -> str:
@@ -349,8 +354,8 @@ def test_unknown_template(filename: str) -> None:
         assert all("error" not in c for c in msg["tool_calls"])
         if turn["content"] and turn["content"] in turn_text:
             assert (msg["content"] or "").strip() == turn["content"]
-        else:
-            assert not (msg["content"] or "").strip()
+        else:  # GLM-4.7's template writes a null content as the text "None"
+            assert (msg["content"] or "").strip() in ("", "None" if "None" in turn_text else "")
         parsed_any = True
         if len(out) <= 200:
             for chunks in chunkings(out):

@@ -36,6 +36,7 @@ from .base import (
     parse,
 )
 from .blocks import BlockParser, RawArgs
+from .chatglm import GLM45Parser
 from .llama3 import Llama3JsonParser
 from .reasoning import ThinkParser, think_parser
 
@@ -63,6 +64,9 @@ ENCODINGS: Mapping[str, str] = {
     "json_call": 'JSON call objects {"name": …, "arguments": …} between markers (Hermes-like)',
     "json_list": "a JSON list of call objects after a marker ([TOOL_CALLS][…]-like)",
     "bare_json_call": "call objects written without any marker (Llama 3 JSON-like)",
+    "xml_pairs": "name, then <key>k</key><value>v</value> pairs (GLM-4.5-like), values typed by the schema",
+    "xml_function": "<function=name><parameter=k>v</parameter>… (Qwen3-Coder-like), values typed by the schema",
+    "pythonic": "Python call syntax [f(a=1, b='x')] read as literals (never evaluated)",
 }
 
 _MAX_HEAD = 512
@@ -93,6 +97,11 @@ class DerivedFormat:
     separator: str = ""
     #: After a call id written between :attr:`name_sep` and the arguments (``[ARGS]``).
     id_end: str = ""
+    #: XML-style parameters: ``key_open KEY key_close value_open VALUE value_close``.
+    key_open: str = ""
+    key_close: str = ""
+    value_open: str = ""
+    value_close: str = ""
     #: Keys of a JSON call object.
     name_key: str = "name"
     args_key: str = "arguments"
@@ -117,6 +126,11 @@ class DerivedFormat:
             ):
                 if value:
                     lines.append(f"  {label}: {value}")
+            if self.key_open:
+                spelled = (
+                    f"{self.key_open}KEY{self.key_close}{self.value_open}VALUE{self.value_close}"
+                )
+                lines.append(f"  parameters: {spelled!r}")
             if self.encoding in ("json_call", "json_list", "bare_json_call"):
                 lines.append(f"  keys: name {self.name_key!r}, arguments {self.args_key!r}")
         if self.reasoning:
@@ -315,12 +329,37 @@ def _bare_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[F
     return type(f"Derived_{name}", (Llama3JsonParser,), attrs)
 
 
+def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
+    markers = (
+        fmt.call_begin,
+        fmt.call_end,
+        fmt.key_open,
+        fmt.key_close,
+        fmt.value_open,
+        fmt.value_close,
+    )
+    attrs = {
+        "name": name,
+        "special_markers": tuple(m for m in markers if m in tokens),
+        "starts": {fmt.call_begin: "name"},
+        "end": fmt.call_end,
+        "key_open": fmt.key_open,
+        "key_close": fmt.key_close,
+        "value_open": fmt.value_open,
+        "value_close": fmt.value_close,
+        "__module__": __name__,
+        "__doc__": f"Derived parser of {fmt.template} (XML-style key/value pairs).",
+    }
+    return type(f"Derived_{name}", (GLM45Parser,), attrs)
+
+
 #: Parser factories per encoding: ``(format, parser name, the template's special tokens) -> class``.
 FACTORIES: dict[str, Callable[[DerivedFormat, str, frozenset[str]], type[FormatParser]]] = {
     "json_arguments": _named_args_class,
     "json_call": _block_class,
     "json_list": _block_class,
     "bare_json_call": _bare_class,
+    "xml_pairs": _pairs_class,
 }
 
 
@@ -563,6 +602,69 @@ def _named_format(one: str, two: str | None, start: int, end: int, label: str) -
     )  # fmt: skip
 
 
+def _xml_format(one: str, label: str) -> DerivedFormat | None:
+    """``…NAME…<k>text<sep>probe-alpha<close><k>count<sep>42…`` — XML-style parameters."""
+    at = one.find(PROBE_NAME)
+    v1 = one.find(str(PROBE_ARGS["text"]), at)
+    v2 = one.find(str(PROBE_ARGS["count"]), v1)
+    if min(at, v1, v2) < 0:
+        return None
+    k1, k2 = one.rfind("text", at, v1), one.rfind("count", v1, v2)
+    if k1 < 0 or k2 < 0:
+        return None
+    after_name = one[at + len(PROBE_NAME) : k1]
+    between = one[v1 + len(str(PROBE_ARGS["text"])) : k2]
+    key_open = _atom_suffix(after_name, between)
+    value_close = between[: len(between) - len(key_open)].strip()
+    key_open = key_open.strip()
+    name_sep = after_name.rstrip()
+    name_sep = (
+        name_sep[: len(name_sep) - len(key_open)].strip()
+        if name_sep.endswith(key_open)
+        else name_sep
+    )
+    sep = [a for a in _atoms(one[k1 + len("text") : v1]) if not a.isspace()]
+    call_begin = one[:at].strip()
+    last = one.rfind(value_close) if value_close else -1
+    call_end = one[last + len(value_close) :].strip() if last >= 0 else ""
+    if not key_open or not value_close or not call_begin:
+        return None
+    key_close = sep[0] if len(sep) == 2 else "".join(sep)
+    value_open = sep[1] if len(sep) == 2 else ""
+    fields = {
+        "key_open": key_open, "key_close": key_close,
+        "value_open": value_open, "value_close": value_close,
+    }  # fmt: skip
+    if (
+        call_begin.endswith("<function=")
+        and name_sep == ">"
+        and (key_open, key_close, value_close) == ("<parameter=", ">", "</parameter>")
+        and call_end.startswith("</function>")
+    ):
+        return DerivedFormat(
+            label, "xml_function",
+            call_begin=call_begin.removesuffix("<function=").strip(),
+            call_end=call_end.removeprefix("</function>").strip(), **fields,
+        )  # fmt: skip
+    if not name_sep and value_open and _TAG.fullmatch(key_close) and call_end:
+        return DerivedFormat(label, "xml_pairs", call_begin=call_begin, call_end=call_end, **fields)
+    raise _Unclassified(
+        f"XML-style parameters written {key_open + 'KEY' + key_close + value_open + 'VALUE' + value_close!r}"
+        f" after {call_begin + 'NAME' + name_sep!r}, a spelling no parser machine reads"
+    )
+
+
+def _pythonic_format(one: str, label: str) -> DerivedFormat | None:
+    """``[NAME(text='probe-alpha', count=42, …)]`` — Python call syntax."""
+    m = re.search(re.escape(PROBE_NAME) + r"\(\s*text\s*=", one)
+    if m is None:
+        return None
+    begin = one[: m.start()].strip()
+    close = one.rfind(")")
+    end = one[close + 1 :].strip()
+    return DerivedFormat(label, "pythonic", call_begin=begin, call_end=end)
+
+
 def _reasoning(turns: Mapping[str, str], prompt_tail: str) -> tuple[tuple[str, str] | None, str]:
     """The reasoning block's markers, and a note when a form was seen but not derived."""
     text = turns.get("reasoning")
@@ -625,6 +727,18 @@ def _classify(
         fmt = _json_format(one, two, label)
     except _Unclassified as exc:
         raise ParseError(f"cannot derive a tool-call parser from template {label}: {exc}") from None
+    if fmt is None:
+        try:
+            fmt = _xml_format(one, label) or _pythonic_format(one, label)
+        except _Unclassified as exc:
+            raise ParseError(
+                f"cannot derive a tool-call parser from template {label}: {exc}"
+            ) from None
+    if fmt is not None and fmt.encoding not in FACTORIES:
+        raise ParseError(
+            f"cannot derive a tool-call parser from template {label}: its calls are {fmt.encoding} "
+            f"({ENCODINGS[fmt.encoding or '']}), and no parser machine for them is available"
+        )
     if fmt is None:
         raise ParseError(
             f"cannot derive a tool-call parser from template {label}: the calls are rendered as "
