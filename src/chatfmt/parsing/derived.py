@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from ..errors import ChatFmtError, ParseError
@@ -631,23 +631,23 @@ def _xml_format(one: str, label: str) -> DerivedFormat | None:
         return None
     key_close = sep[0] if len(sep) == 2 else "".join(sep)
     value_open = sep[1] if len(sep) == 2 else ""
-    fields = {
-        "key_open": key_open, "key_close": key_close,
-        "value_open": value_open, "value_close": value_close,
-    }  # fmt: skip
+    pairs = DerivedFormat(
+        label, None,
+        key_open=key_open, key_close=key_close, value_open=value_open, value_close=value_close,
+    )  # fmt: skip
     if (
         call_begin.endswith("<function=")
         and name_sep == ">"
         and (key_open, key_close, value_close) == ("<parameter=", ">", "</parameter>")
         and call_end.startswith("</function>")
     ):
-        return DerivedFormat(
-            label, "xml_function",
+        return replace(
+            pairs, encoding="xml_function",
             call_begin=call_begin.removesuffix("<function=").strip(),
-            call_end=call_end.removeprefix("</function>").strip(), **fields,
+            call_end=call_end.removeprefix("</function>").strip(),
         )  # fmt: skip
     if not name_sep and value_open and _TAG.fullmatch(key_close) and call_end:
-        return DerivedFormat(label, "xml_pairs", call_begin=call_begin, call_end=call_end, **fields)
+        return replace(pairs, encoding="xml_pairs", call_begin=call_begin, call_end=call_end)
     raise _Unclassified(
         f"XML-style parameters written {key_open + 'KEY' + key_close + value_open + 'VALUE' + value_close!r}"
         f" after {call_begin + 'NAME' + name_sep!r}, a spelling no parser machine reads"
@@ -745,7 +745,7 @@ def _classify(
             f"{one.strip()[:300]!r}, which is not a form chatfmt can derive (JSON call objects, "
             "JSON lists, name + JSON arguments)"
         )
-    return DerivedFormat(**{**fmt.__dict__, "reasoning": reasoning, "notes": (*fmt.notes, *notes)})
+    return replace(fmt, reasoning=reasoning, notes=(*fmt.notes, *notes))
 
 
 # ---------------------------------------------------------------------- checks and caching
