@@ -508,3 +508,31 @@ def test_parse_a_jinja_path_and_the_cli(tmp_path: Any) -> None:
     assert (
         json.loads(result.stdout)["message"]["tool_calls"][0]["function"]["name"] == "get_weather"
     )
+
+
+_ODD_OUTPUTS = [
+    '<<call>>get_weather##{"city": "Oslo"}',  # no end marker
+    '<<call>>get_weather##{"city": "Os',  # truncated arguments
+    "<<call>>get_wea",  # truncated name
+    "<<call>>get_weather<</call>>after",  # no arguments
+    "<<call>>get_weather## not json <</call>> then text",
+    "<<call>" + "x" * 600,  # a cut marker, then no name separator at all
+    "<<call>>" + "y" * 600 + '##{"a": 1}<</call>>',  # a name longer than any name
+    'a <<call>>get_weather##{"city": "A"}<</call>>\n\n<<call>>get_weather##{}<</call>> b',
+    "<<call",  # a cut start marker is text
+]
+
+
+@pytest.mark.parametrize("text", _ODD_OUTPUTS)
+def test_named_arguments_machine_is_robust(text: str) -> None:
+    """Broken, truncated and odd outputs: stream ≡ whole, and no text is lost."""
+    tpl = _made_up("<<call>>{{ c.function.name }}##{{ c.function.arguments | tojson }}<</call>>")
+    msg = assert_stream_equals_whole(text, tpl, tools=TOOLS)
+    kept = (msg["content"] or "") + "".join(
+        c["function"]["name"] + c["function"]["arguments"] for c in msg.get("tool_calls") or ()
+    )
+    for piece in re.split(r"<<call>>|##|<</call>>|\s+", text):
+        assert piece in kept, piece
+    for call in msg.get("tool_calls") or ():
+        if "error" not in call:
+            assert isinstance(json.loads(call["function"]["arguments"]), dict)

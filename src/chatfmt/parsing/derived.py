@@ -208,14 +208,20 @@ class NamedArgsParser(BlockParser):
             return False
         if self.name_sep:
             ends = tuple(m for m in (self.name_sep, self.call_end) if m)
-            end, marker, resume = self.end_set(*ends).split(self.buf, self.pos, self.real)
-            if marker is None and not self.final and len(self.buf) - self.pos < _MAX_HEAD:
+            window = self.buf[: self.pos + _MAX_HEAD]  # a name is never longer (stream ≡ whole)
+            end, marker, resume = self.end_set(*ends).split(window, self.pos, self.real)
+            if marker is None and not self.final and len(window) < self.pos + _MAX_HEAD:
                 return False
+            if marker is None and len(window) == self.pos + _MAX_HEAD:
+                self.junk_index = self.out.start_call("", error="no tool name")
+                self.block_calls += 1
+                self.state = "junk"
+                return True
             if marker is None:
                 end = resume = len(self.buf)
         else:
-            end = resume = _NAME.match(self.buf, self.pos).end()  # type: ignore[union-attr]
-            marker = self.name_sep if end < len(self.buf) else None
+            end = resume = _NAME.match(self.buf, self.pos, self.pos + _MAX_HEAD).end()  # type: ignore[union-attr]
+            marker = self.name_sep if end < min(len(self.buf), self.pos + _MAX_HEAD) else None
             if marker is None and not self.final and end - self.pos < _MAX_HEAD:
                 return False
         name = self.buf[self.pos : end].strip()
@@ -831,7 +837,7 @@ def _derive(template: Any, opts: Mapping[str, Any]) -> _Derived:
             found = exc
         _CACHE[key] = found
     if isinstance(found, ParseError):
-        raise ParseError(str(found))
+        raise ParseError(f"{found} (name a parser to parse anyway: parser='plain', 'hermes', …)")
     return found
 
 
