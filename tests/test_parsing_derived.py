@@ -540,3 +540,18 @@ def test_named_arguments_machine_is_robust(text: str) -> None:
     for call in msg.get("tool_calls") or ():
         if "error" not in call:
             assert isinstance(json.loads(call["function"]["arguments"]), dict)
+
+
+def test_cli_detect_shows_the_derived_parser() -> None:
+    from typer.testing import CliRunner
+
+    from chatfmt.cli import app
+
+    runner = CliRunner()
+    result = runner.invoke(app, ["detect", str(TEMPLATES / "Spark2.5.jinja"), "--parser"])
+    assert result.exit_code == 0, result.output
+    assert "xml_pairs" in result.stdout and "<arg_key>" in result.stdout
+    native = runner.invoke(app, ["detect", str(TEMPLATES / "Qwen-Qwen3-0.6B.jinja"), "--parser"])
+    assert "parser: hermes (reasoning: think)" in native.stdout
+    failing = runner.invoke(app, ["detect", str(TEMPLATES / "MiniMax-M2.jinja"), "--parser"])
+    assert failing.exit_code != 0 and "cannot derive a tool-call parser" in failing.output

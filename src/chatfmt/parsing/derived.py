@@ -422,12 +422,18 @@ def _render_turns(tpl: Any, opts: Mapping[str, Any]) -> tuple[dict[str, str], di
     except ChatFmtError as exc:
         return turns, {kind: f"the template cannot render a question: {exc}" for kind in _TURNS}
     for kind, turn in _TURNS.items():
-        try:
-            full = tpl.render([*_USER, turn], add_generation_prompt=False, tools=tools, **opts)
-        except ChatFmtError as exc:
-            errors[kind] = str(exc)
-            continue
-        turns[kind] = full[_shared_head(prompt, full) :]
+        variants = [turn, {**turn, "content": None}] if "tool_calls" in turn else [turn]
+        for variant in variants:  # calls with content "" or None (DeepSeek V3 needs None)
+            try:
+                full = tpl.render(
+                    [*_USER, variant], add_generation_prompt=False, tools=tools, **opts
+                )
+            except ChatFmtError as exc:
+                errors[kind] = str(exc)
+                continue
+            turns[kind] = full[_shared_head(prompt, full) :]
+            if PROBE_NAME in turns[kind]:
+                break
     return turns, errors
 
 
