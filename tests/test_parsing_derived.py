@@ -555,3 +555,21 @@ def test_cli_detect_shows_the_derived_parser() -> None:
     assert "parser: hermes (reasoning: think)" in native.stdout
     failing = runner.invoke(app, ["detect", str(TEMPLATES / "MiniMax-M2.jinja"), "--parser"])
     assert failing.exit_code != 0 and "cannot derive a tool-call parser" in failing.output
+
+
+def test_recognized_template_without_a_tool_parser_gets_a_derived_one() -> None:
+    """A source recognized as ChatML (whose native template has no tool parser) that renders
+    calls its own way: the parser is derived from the source."""
+    from chatfmt.jinja.loaders import load_source
+
+    src = (
+        "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}"
+        "{%- for c in m.tool_calls or [] %}<<call>>{{ c.function.name }}##"
+        "{{ c.function.arguments | tojson }}<</call>>{% endfor %}<|im_end|>\n{% endfor %}"
+        "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+    tpl = load_source(src)
+    assert tpl is not None and tpl.tool_parser is None and tpl.name == "chatml"
+    msg = parse('Hi <<call>>get_weather##{"city": "Oslo"}<</call>><|im_end|>', tpl, tools=TOOLS)
+    assert msg["content"] == "Hi "
+    assert msg["tool_calls"][0]["function"]["arguments"] == '{"city": "Oslo"}'
