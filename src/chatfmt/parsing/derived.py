@@ -21,6 +21,7 @@ parses as plain content (with the derived reasoning block, if any).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -359,6 +360,55 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
     return type(f"Derived_{name}", (GLM45Parser,), attrs)
 
 
+def _machine(module: str, cls: str, encoding: str) -> type[FormatParser]:
+    """A family machine a derived parser is built on (its module may be absent)."""
+    try:
+        found: type[FormatParser] = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+    except (ImportError, AttributeError):
+        raise _NoMachine(encoding) from None
+    return found
+
+
+class _NoMachine(Exception):
+    """The machine an encoding is built on is not available in this build."""
+
+
+def _function_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
+    base = _machine("qwen3_coder", "Qwen3CoderParser", "xml_function")
+    wrapper = tuple(m for m in (fmt.call_begin, fmt.call_end) if m)
+    attrs = {
+        "name": name,
+        "open_marker": fmt.call_begin,
+        "close_marker": fmt.call_end,
+        "special_markers": tuple(m for m in wrapper if m in tokens),
+        "starts": {fmt.call_begin: "block", "<function=": "fn_name"}
+        if fmt.call_begin
+        else {"<function=": "fn_name"},
+        "end": fmt.call_end or None,
+        "__module__": __name__,
+        "__doc__": f"Derived parser of {fmt.template} (<function=…><parameter=…>).",
+    }
+    return type(f"Derived_{name}", (base,), attrs)
+
+
+def _pythonic_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
+    base = _machine("pythonic", "PythonicParser", "pythonic")
+    if fmt.call_begin:
+        starts: dict[str, str] = {fmt.call_begin: "py_block"}
+        ends: dict[str, str | None] = {fmt.call_begin: fmt.call_end or None}
+    else:
+        starts, ends = {"[": "py_bare"}, {}
+    attrs = {
+        "name": name,
+        "special_markers": tuple(m for m in (fmt.call_begin, fmt.call_end) if m and m in tokens),
+        "starts": starts,
+        "ends": ends,
+        "__module__": __name__,
+        "__doc__": f"Derived parser of {fmt.template} (pythonic calls).",
+    }
+    return type(f"Derived_{name}", (base,), attrs)
+
+
 #: Parser factories per encoding: ``(format, parser name, the template's special tokens) -> class``.
 FACTORIES: dict[str, Callable[[DerivedFormat, str, frozenset[str]], type[FormatParser]]] = {
     "json_arguments": _named_args_class,
@@ -366,6 +416,8 @@ FACTORIES: dict[str, Callable[[DerivedFormat, str, frozenset[str]], type[FormatP
     "json_list": _block_class,
     "bare_json_call": _bare_class,
     "xml_pairs": _pairs_class,
+    "xml_function": _function_class,
+    "pythonic": _pythonic_class,
 }
 
 
@@ -671,9 +723,8 @@ def _pythonic_format(one: str, label: str) -> DerivedFormat | None:
     m = re.search(re.escape(PROBE_NAME) + r"\(\s*text\s*=", one)
     if m is None:
         return None
-    begin = one[: m.start()].strip()
-    close = one.rfind(")")
-    end = one[close + 1 :].strip()
+    begin = one[: m.start()].strip().removesuffix("[").rstrip()
+    end = one[one.rfind(")") + 1 :].strip().removeprefix("]").lstrip()
     return DerivedFormat(label, "pythonic", call_begin=begin, call_end=end)
 
 
@@ -746,11 +797,6 @@ def _classify(
             raise ParseError(
                 f"cannot derive a tool-call parser from template {label}: {exc}"
             ) from None
-    if fmt is not None and fmt.encoding not in FACTORIES:
-        raise ParseError(
-            f"cannot derive a tool-call parser from template {label}: its calls are {fmt.encoding} "
-            f"({ENCODINGS[fmt.encoding or '']}), and no parser machine for them is available"
-        )
     if fmt is None:
         raise ParseError(
             f"cannot derive a tool-call parser from template {label}: the calls are rendered as "
@@ -862,7 +908,15 @@ def _build(tpl: Any, opts: Mapping[str, Any], digest: str) -> tuple[_Derived, Ma
             reasoning_cls = think_parser(name, opener, closer)
     tool: str | None = None
     if fmt.encoding is not None:
-        TOOL_PARSERS[name] = FACTORIES[fmt.encoding](fmt, name, frozenset(tpl.control_tokens))
+        try:
+            cls = FACTORIES[fmt.encoding](fmt, name, frozenset(tpl.control_tokens))
+        except _NoMachine:
+            raise ParseError(
+                f"cannot derive a tool-call parser from template {fmt.template}: its calls are "
+                f"{fmt.encoding} ({ENCODINGS[fmt.encoding]}), and no parser machine for them is "
+                "available in this build"
+            ) from None
+        TOOL_PARSERS[name] = cls
         tool = name
     if reasoning_cls is not None and reasoning is None:
         REASONING_PARSERS[name] = reasoning_cls
