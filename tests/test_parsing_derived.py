@@ -292,7 +292,7 @@ UNKNOWN: dict[str, str] = {
     "poolside-Laguna-XS.2.jinja": "xml_pairs",
     "tencent-Hy3.jinja": "error: a calls block, <tool_sep> after the name and namespaced pair tags",
     "unsloth-Apriel-1.5.jinja": "json_list",
-    "upstage-Solar-Open-100B.jinja": "error: the call id is written before the name",
+    "upstage-Solar-Open-100B.jinja": "json_arguments",
 }
 
 

@@ -98,6 +98,8 @@ class DerivedFormat:
     separator: str = ""
     #: After a call id written between :attr:`name_sep` and the arguments (``[ARGS]``).
     id_end: str = ""
+    #: Before the name when a call id comes first (``<call>ID<name_open>NAME…``).
+    name_open: str = ""
     #: XML-style parameters: ``key_open KEY key_close value_open VALUE value_close``.
     key_open: str = ""
     key_close: str = ""
@@ -123,6 +125,7 @@ class DerivedFormat:
                 ("each call", _pair(self.call_begin, self.call_end)),
                 ("name/arguments separator", repr(self.name_sep) if self.name_sep else ""),
                 ("call id, then", repr(self.id_end) if self.id_end else ""),
+                ("call id, then the name after", repr(self.name_open) if self.name_open else ""),
                 ("between calls", repr(self.separator) if self.separator else ""),
             ):
                 if value:
@@ -163,12 +166,34 @@ class NamedArgsParser(BlockParser):
     call_end: ClassVar[str] = ""
     name_sep: ClassVar[str] = ""
     id_end: ClassVar[str] = ""
+    name_open: ClassVar[str] = ""
     separator: ClassVar[str] = ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = self.call_end or self.calls_end or None
-        self.state = "nx_gap" if marker == self.calls_begin and self.calls_begin else "nx_head"
+        self.state = (
+            "nx_gap" if marker == self.calls_begin and self.calls_begin else self._head_state
+        )
+
+    @property
+    def _head_state(self) -> str:
+        return "nx_id_first" if self.name_open else "nx_head"
+
+    def _s_nx_id_first(self) -> bool:
+        """A call id before the name: skipped up to :attr:`name_open` (bounded)."""
+        window = self.buf[: self.pos + _MAX_HEAD]
+        _end, marker, resume = self.end_set(self.name_open).split(window, self.pos, self.real)
+        if marker is None and not self.final and len(window) < self.pos + _MAX_HEAD:
+            return False
+        if marker is None:  # no name marker after the id: not a call
+            self.junk_index = self.out.start_call("", error="no tool name")
+            self.block_calls += 1
+            self.state = "junk"
+            return True
+        self.pos = resume
+        self.state = "nx_head"
+        return True
 
     def _hit(self, marker: str) -> bool | None:
         return self.at_marker(marker) if marker else False
@@ -183,7 +208,7 @@ class NamedArgsParser(BlockParser):
             self.pos = start
             return False
         for marker, state in (
-            (self.call_begin, "nx_head"),
+            (self.call_begin, self._head_state),
             (self.separator.strip(), "nx_gap"),
             (self.calls_end, "text"),
         ):
@@ -286,6 +311,7 @@ def _special(fmt: DerivedFormat, tokens: frozenset[str]) -> tuple[str, ...]:
         fmt.call_end,
         fmt.name_sep,
         fmt.id_end,
+        fmt.name_open,
     )
     return tuple(dict.fromkeys(m for m in markers if m and m in tokens))
 
@@ -302,6 +328,7 @@ def _named_args_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> 
         "call_end": fmt.call_end,
         "name_sep": fmt.name_sep,
         "id_end": fmt.id_end,
+        "name_open": fmt.name_open,
         "separator": fmt.separator,
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template}.",
@@ -630,8 +657,11 @@ def _named_format(one: str, two: str | None, start: int, end: int, label: str) -
     head, sep, tail = one[:at], one[at + len(PROBE_NAME) : start], one[end:]
     if not head.strip():
         raise _Unclassified(f"no marker before the tool name: {one!r}")
-    if _call_id(0) in head:
-        raise _Unclassified(f"the call id is written before the tool name: {head!r}")
+    name_open = ""
+    if _call_id(0) in head:  # <call>ID<name_open>NAME…: the id is skipped
+        head, name_open = head.split(_call_id(0), 1)
+        if not name_open.strip():
+            raise _Unclassified(f"no marker between the call id and the tool name: {one!r}")
     id_end = ""
     if _call_id(0) in sep:  # NAME<sep>ID<id_end>{args}: the id is skipped
         sep, id_end = sep.split(_call_id(0), 1)
@@ -649,6 +679,8 @@ def _named_format(one: str, two: str | None, start: int, end: int, label: str) -
             if id_end:
                 sep = sep[: len(sep) - len(id_end)]
             middle = two[end:at2]
+            if name_open:
+                middle = middle.removesuffix(_call_id(1) + name_open)
             call_end = _atom_prefix(tail, middle)
             rest = middle[len(call_end) :]
             call_begin = _atom_suffix(head, rest)
@@ -662,7 +694,7 @@ def _named_format(one: str, two: str | None, start: int, end: int, label: str) -
         calls_begin=calls_begin.strip(), calls_end=calls_end.strip(),
         call_begin=call_begin.strip(), call_end=call_end.strip(),
         name_sep=sep.strip() if sep.strip() else sep, separator=separator.strip(),
-        id_end=id_end.strip(),
+        id_end=id_end.strip(), name_open=name_open.strip(),
     )  # fmt: skip
 
 
