@@ -672,11 +672,14 @@ def _named_format(one: str, two: str | None, start: int, end: int, label: str) -
         if at2 > end and two[:end] == one[:end]:
             sep2 = two[at2 + len(PROBE_NAME_2) : later[0][0]].replace(_call_id(1), "", 1)
             sep = sep + id_end if id_end else sep
-            if sep2 != sep:
+            indexed = _index_split(sep, sep2) if sep2 != sep and not id_end else None
+            if indexed is not None:  # NAME<sep>INDEX<id_end>{args} (Kimi's functions.NAME:0)
+                sep, id_end = indexed
+            elif sep2 != sep:
                 raise _Unclassified(
                     f"the text between name and arguments differs between calls ({sep!r}, {sep2!r})"
                 )
-            if id_end:
+            elif id_end:
                 sep = sep[: len(sep) - len(id_end)]
             middle = two[end:at2]
             if name_open:
@@ -760,12 +763,32 @@ def _pythonic_format(one: str, label: str) -> DerivedFormat | None:
     return DerivedFormat(label, "pythonic", call_begin=begin, call_end=end)
 
 
+_EMPTY_BLOCK = re.compile(r"\s*(<[^<>\s/]{1,80}>)\s*(</[^<>\s]{1,80}>)\s*")
+_INDEXED = re.compile(r"(\D*?)(\d+)(\D.*)", re.S)
+
+
+def _index_split(sep: str, sep2: str) -> tuple[str, str] | None:
+    """``(before, after)`` when two calls' separators differ only by a call index
+    (``:0<|arg|>`` / ``:1<|arg|>``); the index is then skipped like a call id."""
+    m, m2 = _INDEXED.fullmatch(sep), _INDEXED.fullmatch(sep2)
+    if m is None or m2 is None or (m.group(1), m.group(3)) != (m2.group(1), m2.group(3)):
+        return None
+    if not m.group(1).strip() or not m.group(3).strip():
+        return None
+    return m.group(1), m.group(3)
+
+
 def _reasoning(turns: Mapping[str, str], prompt_tail: str) -> tuple[tuple[str, str] | None, str]:
     """The reasoning block's markers, and a note when a form was seen but not derived."""
     text = turns.get("reasoning")
     if text is None or PROBE_REASONING not in text or PROBE_CONTENT not in text:
         if prompt_tail.endswith("<think>"):
             return ("<think>", "</think>"), ""
+        # an empty block written before every answer (``<think></think>``): its tags
+        content = turns.get("content", "")
+        empty = _EMPTY_BLOCK.fullmatch(content[: max(content.find(PROBE_CONTENT), 0)])
+        if empty is not None and _opener_of(empty.group(2)) == empty.group(1):
+            return (empty.group(1), empty.group(2)), ""
         return None, ""
     at = text.index(PROBE_REASONING)
     before = text[:at].rstrip()
