@@ -20,10 +20,12 @@ parses as plain content (with the derived reasoning block, if any).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
 import re
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
@@ -936,6 +938,9 @@ def _derive(template: Any, opts: Mapping[str, Any]) -> _Derived:
             if found.tool is not None:
                 _self_check(tpl, opts, found, turns)
         except ParseError as exc:
+            for obj in (template, tpl):  # names the failed check may have cached
+                with contextlib.suppress(TypeError):
+                    _DEFAULT_NAMES.pop(obj, None)
             if isinstance(found, _Derived):
                 for name in (found.tool, found.reasoning):
                     if name and name.startswith("derived:"):
@@ -1004,7 +1009,20 @@ def derive_parser(template: Any, **options: Any) -> DerivedFormat:
 def derived_parsers(template: Any, options: Mapping[str, Any]) -> tuple[str, str | None] | None:
     """(tool parser name, reasoning parser name) derived for ``template``; ``None`` when the
     template has no Jinja source. Used by :func:`~.base._resolve` for templates without a parser."""
+    if not options:  # the common case: one lookup per template object
+        try:
+            return _DEFAULT_NAMES[template]
+        except (KeyError, TypeError):
+            pass
     if _jinja_of(template) is None:
         return None
     found = _derive(template, options)
-    return found.tool or "plain", found.reasoning
+    names = found.tool or "plain", found.reasoning
+    if not options:
+        with contextlib.suppress(TypeError):  # a template that cannot be weakly referenced
+            _DEFAULT_NAMES[template] = names
+    return names
+
+
+#: Derived parser names per template object without options (dropped with the template).
+_DEFAULT_NAMES: weakref.WeakKeyDictionary[Any, tuple[str, str | None]] = weakref.WeakKeyDictionary()
