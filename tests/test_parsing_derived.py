@@ -584,3 +584,15 @@ def test_recognized_template_without_a_tool_parser_gets_a_derived_one() -> None:
     msg = parse('Hi <<call>>get_weather##{"city": "Oslo"}<</call>><|im_end|>', tpl, tools=TOOLS)
     assert msg["content"] == "Hi "
     assert msg["tool_calls"][0]["function"]["arguments"] == '{"city": "Oslo"}'
+
+
+def test_a_failed_self_check_leaves_nothing_registered() -> None:
+    """GigaChat3 writes its call after the end-of-turn marker: the derived parser cannot read
+    its own rendering, so derivation fails and its parser names are withdrawn."""
+    before = set(TOOL_PARSERS)
+    tpl = JinjaTemplate(official("GigaChat3-10B-A1.8B.jinja").jinja_source, origin="again.jinja")
+    with pytest.raises(ParseError, match="does not read the template's own calls back"):
+        derive_parser(tpl)
+    with pytest.raises(ParseError, match="does not read"):
+        StreamParser(tpl)  # the failure is cached, not retried into a half-registered state
+    assert set(TOOL_PARSERS) == before
