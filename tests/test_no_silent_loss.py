@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+from chatfmt.jinja.packaged import PackagedTemplate
 
 TEMPLATES = [t.name for t in chatfmt.list_templates()]
 
@@ -190,6 +191,7 @@ EARLIER_REASONING_DROPPED = frozenset(
         "deepseek-v3.1",
         "deepseek-r1-distill-llama",
         "deepseek-r1-distill-qwen",
+        "qwen3.5",
     }
 )
 
@@ -214,6 +216,14 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _always,
         "a template whose official format has no tool definitions (supports_tools is false) "
         "ignores tools=, as its official template does; its tool calls and results are refused",
+    ),
+    Exemption(
+        lambda t: isinstance(t, PackagedTemplate),
+        "",
+        _always,
+        "a packaged template is its official Jinja file rendered as is (a family without a "
+        "native template): it drops what that file drops (e.g. Nemotron Nano v2 skips a later "
+        "system message and never writes reasoning_content) and cannot refuse it",
     ),
     Exemption(
         named(NO_TOOL_DEFINITIONS),

@@ -90,6 +90,19 @@ _NOT_A_CONTINUATION = [
         ("", "enable_thinking=True"),
         "the prompt ends with <think>; a turn without reasoning is rendered with '</think>' only",
     ),
+    (
+        "nemotron-nano-v2",
+        ("plain", "reasoning", "text+call"),
+        ("",),
+        "the final reply is rendered inside the <think> block the prompt opened (never closed), "
+        "and its calls as a second assistant turn",
+    ),
+    (
+        "nemotron3-nano",
+        ("plain", *_CALLS),
+        ("",),
+        "the prompt opens <think>; a turn without reasoning is rendered with '<think></think>'",
+    ),
     *(
         (
             name,
@@ -97,7 +110,7 @@ _NOT_A_CONTINUATION = [
             ("enable_thinking=False",),
             "thinking off prefills an empty block; a turn with reasoning is rendered with it",
         )
-        for name in ("glm4.5", "glm4.7", "qwen3")
+        for name in ("glm4.5", "glm4.7", "qwen3", "qwen3.5")
     ),
 ]
 NOT_A_CONTINUATION: dict[tuple[str, str, str], str] = {
@@ -171,9 +184,15 @@ def _after_think_prefill(prompt: str, full: str) -> tuple[str, str] | None:
     drops it (DeepSeek-R1 distills, QwQ): the model's reasoning, ``</think>``, then the turn."""
     for prefill, writes, thought in _AFTER_PREFILL:
         base = prompt.removesuffix(prefill)
-        if base != prompt and full.startswith(base):
+        if base != prompt and full.startswith(base) and not full.startswith("<think>", len(base)):
             return writes + full[len(base) :], thought
     return None
+
+
+def _leaves_think_open(prompt: str, out: str) -> bool:
+    """Whether the prompt opens ``<think>`` and the rendered turn never closes it (the answer
+    is written inside the block the prompt opened: a model never writes that)."""
+    return prompt.rstrip().endswith("<think>") and "</think>" not in out
 
 
 def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
@@ -192,6 +211,9 @@ def _cases() -> tuple[list[Case], set[tuple[str, str, str]]]:
                 except ChatFmtError:
                     continue  # the format cannot express this turn
                 key = (tpl.name, kind, _opts_id(opts))
+                if full.startswith(prompt) and _leaves_think_open(prompt, full[len(prompt) :]):
+                    not_continuations.add(key)
+                    continue
                 if full.startswith(prompt):
                     out, thought = full[len(prompt) :], None
                 else:

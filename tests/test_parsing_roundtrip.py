@@ -17,7 +17,19 @@ from chatfmt.errors import ChatFmtError
 
 from _support import TOOLS, texts, tool_call_lists
 
-TOOL_TEMPLATES = sorted(t.name for t in chatfmt.list_templates() if t.tool_parser)
+#: Templates whose rendered last turn is not what the model generates, with the reason (their
+#: calls are parsed back elsewhere).
+NOT_GENERATED_FORM = {
+    "nemotron-nano-v2": "the final assistant turn is rendered inside the prompt's open <think> "
+    "block and its calls as a separate assistant turn (tests/test_parsing_qwen3_coder.py parses "
+    "the rendered calls back)",
+    "nemotron3-nano": "a turn without reasoning is rendered '<think></think>…' after a prompt "
+    "that opened <think>, and the Jinja trace leaves the first call's opening markup untrained "
+    "(tests/test_parsing_qwen3_coder.py parses its rendered turns back)",
+}
+TOOL_TEMPLATES = sorted(
+    t.name for t in chatfmt.list_templates() if t.tool_parser and t.name not in NOT_GENERATED_FORM
+)
 
 
 def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
@@ -42,6 +54,18 @@ def generated_text(tpl: Any, messages: list[dict[str, Any]]) -> str:
                 break
         parts.append(seg.text)
     return "".join(parts)
+
+
+def prefill(tpl: Any) -> bool:
+    """Whether the generated text starts inside a ``<think>`` block the generation prompt
+    opened: the prompt ends with it and a rendered answer closes it without opening one
+    (Step-3.5, Nemotron 3)."""
+    prompt = tpl.render([{"role": "user", "content": "q"}], add_generation_prompt=True)
+    probe = generated_text(
+        tpl, [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    )
+    opened = prompt.rstrip().endswith("<think>")
+    return opened and "</think>" in probe and not probe.lstrip().startswith("<think>")
 
 
 def _calls(msg: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -75,7 +99,7 @@ def test_round_trip_tool_calls(name: str, data: st.DataObject) -> None:
         return  # the template does not render tool calls in the assistant turn
     if any(w in out for w in tpl.generation_config.stop_words if w):
         return  # without token ids a quoted end-of-turn marker ends the turn (docs/parsing.md)
-    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=prefill(tpl))
     assert [c.get("error") for c in msg.get("tool_calls", [])] == [None] * len(
         msg.get("tool_calls", [])
     )
@@ -102,12 +126,16 @@ def test_round_trip_plain_text(name: str, content: str) -> None:
         out = generated_text(tpl, messages)
     except ChatFmtError:
         return
-    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, tools=TOOLS, thinking_prefilled=prefill(tpl))
     assert "tool_calls" not in msg
     assert (msg["content"] or "").strip() == content.strip()
 
 
-THINK_TEMPLATES = sorted(t.name for t in chatfmt.list_templates() if t.reasoning_parser == "think")
+THINK_TEMPLATES = sorted(
+    t.name
+    for t in chatfmt.list_templates()
+    if t.reasoning_parser == "think" and t.name not in NOT_GENERATED_FORM
+)
 
 
 @pytest.mark.parametrize("name", THINK_TEMPLATES)
@@ -125,7 +153,7 @@ def test_round_trip_reasoning(name: str) -> None:
         out = generated_text(tpl, messages)
     except ChatFmtError:
         pytest.skip("template rejects reasoning_content")
-    msg = assert_stream_equals_whole(out, tpl, thinking_prefilled=False)
+    msg = assert_stream_equals_whole(out, tpl, thinking_prefilled=prefill(tpl))
     assert (msg["content"] or "").strip() == "The answer."
     if "<think>" in out and "step by step" in out:
         assert msg["reasoning_content"] == "Let me think\nstep by step."

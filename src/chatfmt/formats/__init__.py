@@ -25,9 +25,13 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "llama",
     "misc",
     "mistral",
+    "nemotron",
     "phi",
     "qwen",
+    "qwen3_coder",
+    "seed",
     "smollm",
+    "stepfun",
     "yi",
 )
 

@@ -2,5 +2,16 @@
 
 from __future__ import annotations
 
-from . import chatglm, command_r, deepseek, granite, hermes, internlm2, llama3, mistral  # noqa: F401
+from . import (  # noqa: F401
+    chatglm,
+    command_r,
+    deepseek,
+    granite,
+    hermes,
+    internlm2,
+    llama3,
+    mistral,
+    nemotron,
+    qwen3_coder,
+)
 from .reasoning import ThinkParser  # noqa: F401

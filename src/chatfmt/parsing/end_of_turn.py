@@ -82,11 +82,12 @@ class EndOfTurn:
 
     @property
     def trailing_text(self) -> str:
-        """Text after the marker, without the whitespace the template writes there."""
+        """Text after the marker, without the whitespace the template writes there (the whole
+        whitespace run: templates differ in the blank lines they write after a turn)."""
         text = "".join(self._trailing)
         after = self._after
         if after and text.startswith(after):
-            return text[len(after) :]
+            return text[len(after) :].lstrip(" \t\r\n")
         if after.startswith(text):
             return ""
         return text
