@@ -16,6 +16,7 @@ import pytest
 import chatfmt
 from chatfmt.errors import ChatFmtError, TemplateError
 from chatfmt.jinja import JinjaTemplate, RecognizedTemplate, recognize
+from chatfmt.jinja.packaged import PackagedTemplate
 from chatfmt.jinja.probes import CORE, SHAPED
 from chatfmt.jinja.recognize import fingerprint
 from chatfmt.jinja.shapes import (
@@ -393,9 +394,12 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
     """bos_token/eos_token (the recognized values, llama.cpp's defaults, changed ones) as transformers uses them."""
     source = official_source(name)
     tpl = _loaded(name)
-    established = (
-        dict(recognize(source).tokens or {}) if isinstance(tpl, RecognizedTemplate) else {}
-    )
+    if isinstance(tpl, RecognizedTemplate):
+        established = dict(recognize(source).tokens or {})
+    elif isinstance(tpl, PackagedTemplate):  # a shipped template carries its model's tokens
+        established = dict(tpl.variables)
+    else:
+        established = {}
     settings = [established, {"bos_token": "<s>", "eos_token": "</s>"}, *_CHANGED]
     for messages, tools, _ in _VARIABLE_CONVERSATIONS:
         for variables in settings:
@@ -409,7 +413,7 @@ def test_token_variables_render_like_transformers(shared_dir: Path, name: str) -
                 # a native template may refuse what the source loses silently (no silent
                 # loss): the refused message's field must really be missing from the source's
                 # render
-                assert isinstance(tpl, RecognizedTemplate), exc
+                assert isinstance(tpl, (RecognizedTemplate, PackagedTemplate)), exc
                 assert _refused_value(messages, exc) not in want, exc
                 continue
             assert got == want, f"{name} {variables}"

@@ -192,8 +192,25 @@ EARLIER_REASONING_DROPPED = frozenset(
         "deepseek-r1-distill-llama",
         "deepseek-r1-distill-qwen",
         "qwen3.5",
+        "lfm2.5-moe",
     }
 )
+#: Official Jinja formats (rendered as they are) that write an assistant message's content only.
+CONTENT_ONLY = frozenset({"lfm2", "lfm2.5"})
+#: Gemma 4: reasoning is written only for replies with tool calls after the last user message.
+GEMMA4 = frozenset({"gemma4", "gemma4-interleaved"})
+
+
+def _not_the_last_assistant(case: Case, index: int | None) -> bool:
+    replies = [i for i, m in enumerate(case.messages) if m["role"] == "assistant"]
+    return index is not None and bool(replies) and index != replies[-1]
+
+
+def _not_a_call_after_last_user(case: Case, index: int | None) -> bool:
+    if index is None or index <= case.last_user():
+        return True
+    return not case.messages[index].get("tool_calls")
+
 
 EXEMPTIONS: tuple[Exemption, ...] = (
     Exemption(
@@ -231,6 +248,30 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         _always,
         "the official DeepSeek V3 / V3.1 / R1-distill templates write tool calls and results "
         "but have no section for tool definitions: tools= is ignored as they ignore it",
+    ),
+    *(
+        Exemption(
+            named(CONTENT_ONLY),
+            dropped,
+            _always,
+            "the official LFM2-8B-A1B and LFM2.5-Instruct templates (rendered as they are) write "
+            "an assistant message's content only; the models write calls and <think> as text",
+        )
+        for dropped in ("tool_calls", "reasoning_content")
+    ),
+    Exemption(
+        named(frozenset({"lfm2.5"})),
+        THINK_IN_CONTENT,
+        _not_the_last_assistant,
+        "the official LFM2.5-Instruct template cuts <think>…</think> from every reply but the "
+        "last one (unless keep_past_thinking=True)",
+    ),
+    Exemption(
+        named(GEMMA4),
+        "reasoning_content",
+        _not_a_call_after_last_user,
+        "the official Gemma 4 templates write reasoning only for replies with tool calls after "
+        "the last user message (thinking between calls); other reasoning is not shown to the model",
     ),
 )
 

@@ -22,6 +22,7 @@ BUILTIN_MODULES: tuple[str, ...] = (
     "granite",
     "hermes",
     "internlm",
+    "lfm",
     "llama",
     "misc",
     "mistral",

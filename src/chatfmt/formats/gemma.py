@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ..jinja.packaged import PackagedTemplate
 from ..protocol import Conversation, Message
 from ..segments import Segment, SegmentBuilder
 from ..template import RenderContext, Template, refuse_system_without_user
@@ -160,4 +161,41 @@ GEMMA2 = Gemma2()
 GEMMA3 = Gemma3()
 
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
-TEMPLATES: tuple[Template, ...] = (GEMMA2, GEMMA3)
+#: Gemma 4 (official Jinja, rendered as is): ``<|turn>role\n…<turn|>``, tool calls
+#: ``<|tool_call>call:NAME{…}<tool_call|>`` (the model then writes ``<|tool_response>`` and stops),
+#: reasoning ``<|channel>thought\n…<channel|>``, ``enable_thinking`` puts ``<|think|>`` in the system turn.
+_GEMMA4_GENERATION = GenerationConfig(
+    stop_words=("<turn|>", "<|tool_response>", "<eos>"),
+    temperature=1.0,
+    top_p=0.95,
+    top_k=64,
+    session_len=262144,
+)
+_GEMMA4_VARIABLES = {"bos_token": "<bos>", "eos_token": "<eos>"}
+GEMMA4 = PackagedTemplate(
+    "google-gemma-4-31B-it.jinja",
+    name="gemma4",
+    model_ids=(
+        "google/gemma-4-31B-it",
+        "google/gemma-4-26B-A4B-it",
+        "google/gemma-4-E4B-it",
+        "google/gemma-4-E2B-it",
+    ),
+    aliases=("gemma-4",),
+    tool_parser="gemma4",
+    reasoning_parser="gemma4",
+    generation=_GEMMA4_GENERATION,
+    variables=_GEMMA4_VARIABLES,
+    description="Gemma 4 (<|turn> turns, <|tool_call> calls, <|channel>thought reasoning)",
+)
+GEMMA4_INTERLEAVED = PackagedTemplate(
+    "google-gemma-4-31B-it-interleaved.jinja",
+    name="gemma4-interleaved",
+    tool_parser="gemma4",
+    reasoning_parser="gemma4",
+    generation=_GEMMA4_GENERATION,
+    variables=_GEMMA4_VARIABLES,
+    description="Gemma 4 with reasoning kept between tool calls (interleaved thinking variant)",
+)
+
+TEMPLATES: tuple[Template, ...] = (GEMMA2, GEMMA3, GEMMA4, GEMMA4_INTERLEAVED)

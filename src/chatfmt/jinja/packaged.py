@@ -22,6 +22,7 @@ from ..errors import TemplateError
 from ..registry import REGISTRY
 from .recognize import fingerprint, official_source
 from .template import JinjaTemplate
+from .trace import TurnInfo
 
 
 class PackagedTemplate(JinjaTemplate):
@@ -83,6 +84,14 @@ class PackagedTemplate(JinjaTemplate):
         if self._generation is not None:
             return self._generation
         return JinjaTemplate.generation_config.func(self)  # type: ignore[attr-defined]
+
+    def turn_info(self, opts: Mapping[str, Any], merge: bool = False) -> TurnInfo:
+        """The probed generation prompt; the end-of-turn markers are the given stop words
+        (a probe finds the first marker-like text after a reply, e.g. Kimi-K3's ``<|close|>``)."""
+        info = super().turn_info(opts, merge)
+        if self._generation is not None and self._generation.stop_words:
+            return TurnInfo(info.generation_prompt, self._generation.stop_words)
+        return info
 
     def with_variables(self, variables: Mapping[str, Any]) -> PackagedTemplate:
         """This template with other tokenizer-config ``variables`` (same name and parsers)."""

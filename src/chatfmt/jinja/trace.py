@@ -201,8 +201,9 @@ def build_segments(
     Template text between two messages' values goes to the later message, except
     an end-of-turn marker right after a message's values (and anything before it),
     which stays with that message. Assistant messages are trained from their first
-    value (or the end of the generation prompt before it) through their
-    end-of-turn marker; with ``{% generation %}`` spans, exactly those are trained.
+    value (or the end of the generation prompt before it, or of its longest
+    line-prefix there) through their end-of-turn marker; with ``{% generation %}`` spans, exactly those are trained, and
+    the template text inside one belongs to its assistant message.
     """
     runs: list[list[int]] = []  # [owner, first start, last end], consecutive values of one message
     for s in spans:
@@ -220,15 +221,22 @@ def build_segments(
         eot_end = _after_eot(real, last, nxt[1] if nxt else len(real), info.end_of_turn)
         if owner in assistant and gens is None:
             t_start = first
-            gp = info.generation_prompt
-            q = real.rfind(gp, boundary, first) if gp else -1
-            if q != -1:
-                t_start = q + len(gp)
+            # the generation prompt, else its longest line-prefix (a prompt that prefills an
+            # empty thinking block, e.g. Gemma 4's, while rendered turns write the opener only)
+            for opener in _openers(info.generation_prompt):
+                q = real.rfind(opener, boundary, first)
+                if q != -1:
+                    t_start = q + len(opener)
+                    break
             trained.append((t_start, eot_end or last))
         boundary = eot_end or last
         cuts.append((boundary, nxt[0] if nxt else None))
+    #: generation span -> its assistant message (the k-th span is the k-th assistant reply)
+    gen_owner: dict[tuple[int, int], int] = {}
     if gens is not None:
         trained = list(gens)
+        if len(trained) == len(assistant):
+            gen_owner = dict(zip(trained, sorted(assistant), strict=True))
     points = sorted(
         {
             0,
@@ -248,12 +256,21 @@ def build_segments(
         msg = cuts[bisect_right(cut_pos, a) - 1][1]
         si = bisect_right(span_starts, a) - 1
         slot = spans[si].slot if si >= 0 and spans[si].end > a else None
-        is_trained = any(ts <= a and z <= te for ts, te in trained)
+        span = next(((ts, te) for ts, te in trained if ts <= a and z <= te), None)
+        is_trained = span is not None
+        if span in gen_owner:
+            msg = gen_owner[span]  # template text inside a reply's generation span is the reply's
         if slot is not None:
             b.content(real[a:z], slot.owner if slot.owner is not None else None, is_trained)
         else:
             b.control(real[a:z], msg, is_trained)
     return b.segments
+
+
+def _openers(prompt: str) -> list[str]:
+    """``prompt`` and its proper prefixes that end a line, longest first."""
+    cuts = [i + 1 for i, ch in enumerate(prompt[:-1]) if ch == "\n"]
+    return [prompt, *(prompt[:i] for i in reversed(cuts))] if prompt else []
 
 
 def _after_eot(real: str, start: int, stop: int, markers: tuple[str, ...]) -> int | None:

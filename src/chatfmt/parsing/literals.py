@@ -1,6 +1,7 @@
 """Keyword-argument calls ``f(k=v, …)`` with Python literal values, turned into JSON as they stream.
 
-Used for ChatGLM3 ``tool_call(…)`` and Llama built-in ``tool.call(…)``. Each value
+Used for ChatGLM3 ``tool_call(…)`` and Llama built-in ``tool.call(…)``;
+:func:`python_literal` (a strict, JSON-only literal reader) serves the pythonic parsers. Each value
 is delimited by a small scanner (quotes, escapes, brackets) and decoded with
 :func:`ast.literal_eval` (never ``eval``); a value that is not a literal is kept
 as its text. Each finished argument is emitted as ``{"k": v`` / ``, "k": v`` and
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import json
+import math
+import re
 import warnings
 from typing import Any
 
@@ -148,3 +151,73 @@ class KwargsCall:
             rest = "".join(self._key) + ("=" if self._state == "value" else "") + "".join(self._val)
             self._broken("truncated", rest)
         return pos
+
+
+class NotLiteral(ValueError):
+    """Raised by :func:`python_literal` for text that is not a JSON-compatible literal."""
+
+
+_JSON_NAMES = {
+    "True": True,
+    "False": False,
+    "None": None,
+    "true": True,
+    "false": False,
+    "null": None,
+}
+
+
+def python_literal(src: str) -> Any:
+    """The JSON value of a Python literal (never evaluated: the syntax tree is walked).
+
+    Accepts strings, numbers, ``True``/``False``/``None`` (and JSON's
+    ``true``/``false``/``null``), lists, tuples and sets (as lists), dicts with
+    string or number keys, signed numbers and zero-padded integers (``07``).
+    Anything else — names, calls, attribute access, operators, f-strings, bytes,
+    non-finite numbers — raises :class:`NotLiteral`.
+    """
+    text = src.strip()
+    if _PADDED_INT.fullmatch(text):
+        return int(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, mode="eval")
+        return _node_value(tree.body)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        if isinstance(exc, NotLiteral):
+            raise
+        raise NotLiteral(f"not a literal: {exc.__class__.__name__}") from None
+
+
+_PADDED_INT = re.compile(r"[+-]?0[0-9]+")
+
+
+def _node_value(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+            return value
+        if isinstance(value, float) and math.isfinite(value):
+            return value
+        raise NotLiteral(f"{type(value).__name__} value")
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return [_node_value(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        out: dict[str, Any] = {}
+        for key_node, value_node in zip(node.keys, node.values, strict=True):
+            if key_node is None:
+                raise NotLiteral("dict unpacking")
+            key = _node_value(key_node)
+            if isinstance(key, bool) or key is None or not isinstance(key, (str, int, float)):
+                raise NotLiteral("dict key that is not a string or number")
+            out[key if isinstance(key, str) else json.dumps(key)] = _node_value(value_node)
+        return out
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _node_value(node.operand)
+        if isinstance(operand, bool) or not isinstance(operand, (int, float)):
+            raise NotLiteral("sign on a non-number")
+        return -operand if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Name) and node.id in _JSON_NAMES:
+        return _JSON_NAMES[node.id]
+    raise NotLiteral(f"{type(node).__name__} expression")
