@@ -71,6 +71,10 @@ CROSS = {
     "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek_v3",
     "GLM-4.6.jinja": "glm45",
     "internlm-internlm2-chat-7b.jinja": "internlm2",
+    # packaged official templates with native parsers (no peer cases in ../shared: rendered turns)
+    "Qwen3-Coder.jinja": "qwen3_coder",
+    "ByteDance-Seed-OSS.jinja": "seed_oss",
+    "LFM2.5-8B-A1B.jinja": "lfm2",
 }
 #: The peer cases of a native parser (the file's own naming of the parser families).
 _PEER_FAMILY = {"granite": "hermes"}
@@ -596,3 +600,58 @@ def test_a_failed_self_check_leaves_nothing_registered() -> None:
     with pytest.raises(ParseError, match="does not read"):
         StreamParser(tpl)  # the failure is cached, not retried into a half-registered state
     assert set(TOOL_PARSERS) == before
+
+
+def _xml_peer_cases() -> list[tuple[str, str, dict[str, Any], Any]]:
+    """The XML-parameter formats' peer cases (vLLM, llama.cpp and the Seed-OSS cases, as
+    tests/test_parsing_qwen3_coder.py writes them): (official template, output, options, tools)."""
+    if not _machine_available("xml_function"):
+        return []
+    import test_parsing_qwen3_coder as xml
+
+    out: list[tuple[str, str, dict[str, Any], Any]] = []
+    out += [("Qwen3-Coder.jinja", text, {}, xml.VLLM_TOOLS) for text, _calls, _c in xml.VLLM_CASES]
+    for filename in ("Qwen3.5-4B.jinja", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"):
+        out += [(filename, c[0], c[1], xml.LCPP_TOOLS) for c in xml.LCPP_CASES]
+    seed = (xml.SEED_BUDGET0, xml.SEED_BUDGET512, xml.SEED_QUOTED)
+    out += [("ByteDance-Seed-OSS.jinja", t + "<seed:eos>", {}, xml.SEED_TOOLS) for t in seed]
+    return out
+
+
+XML_PEER = _xml_peer_cases()
+
+
+@pytest.mark.parametrize(("filename", "text", "options", "tools"), XML_PEER)
+def test_cross_check_xml_parameter_peer_cases(
+    filename: str, text: str, options: dict[str, Any], tools: Any
+) -> None:
+    """The derived <function=…><parameter=…> parser (from the plain official Jinja) against the
+    native one (the packaged template), with each template's reasoning and prefill."""
+    native = chatfmt.get_template(TEMPLATES / filename)
+    assert native.tool_parser in ("qwen3_coder", "seed_oss")
+    want = parse(text, native, tools=tools, id_factory=ids, **options)
+    got = assert_stream_equals_whole(text, official(filename), tools=tools, **options)
+    assert got == want
+
+
+def _lfm_peer_cases() -> list[tuple[str, str]]:
+    """vLLM's LFM2 cases (as tests/test_pythonic.py writes them): (case id, output)."""
+    if not _machine_available("pythonic"):
+        return []
+    import test_pythonic as py
+
+    return [(case[0], case[2]) for case in py.PEER_CASES if case[1] == "lfm2"]
+
+
+LFM_PEER = _lfm_peer_cases()
+
+
+@pytest.mark.parametrize(("case_id", "text"), LFM_PEER, ids=[c for c, _ in LFM_PEER])
+def test_cross_check_pythonic_peer_cases(case_id: str, text: str) -> None:
+    """The derived pythonic parser (from the plain LFM2.5 Jinja) against the native ``lfm2``."""
+    filename = "LFM2.5-8B-A1B.jinja"
+    native = chatfmt.get_template(TEMPLATES / filename)
+    assert native.tool_parser == "lfm2"
+    want = parse(text, native, id_factory=ids)
+    got = assert_stream_equals_whole(text, official(filename))
+    assert got == want, case_id
