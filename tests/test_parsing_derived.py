@@ -27,7 +27,8 @@ from _streaming import assert_stream_equals_whole, chunkings, streamed
 from chatfmt.errors import ParseError
 from chatfmt.jinja.template import JinjaTemplate
 from chatfmt.parsing import TOOL_PARSERS, StreamParser, end_of_turn_markers, parse
-from chatfmt.parsing.derived import DerivedFormat, _shared_head, derive_parser, derived_parsers
+from chatfmt.parsing.derived import DerivedFormat, derive_parser, derived_parsers
+from chatfmt.parsing.derived_probe import _shared_head
 from test_parser_peer_cases import CASES as PEER_CASES
 from test_parser_peer_cases import output_of, parser_of, tools_of
 
