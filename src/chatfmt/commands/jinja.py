@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -23,6 +23,13 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+        parser: Annotated[
+            bool,
+            typer.Option(
+                "--parser",
+                help="Also print the output parser (native, or derived from the template).",
+            ),
+        ] = False,
     ) -> None:
         """Print which native template a Jinja chat template is (fingerprint or probe), or 'jinja (not recognized)'."""
         from ..jinja import detect as detect_source
@@ -50,3 +57,16 @@ def register(app: typer.Typer) -> None:
             typer.echo("jinja (not recognized)")
         else:
             typer.echo(f"{rec.template.name} ({rec.method})")
+        if parser:
+            typer.echo(_parser_line(src))
+
+
+def _parser_line(src: Any) -> str:
+    """The tool/reasoning parsers the loaded template gets; a derived one is described."""
+    from ..jinja.loaders import from_source
+    from ..parsing import derive_parser
+
+    tpl = from_source(src)
+    if tpl.tool_parser is not None:
+        return f"parser: {tpl.tool_parser} (reasoning: {tpl.reasoning_parser or 'none'})"
+    return derive_parser(tpl).describe()

@@ -20,13 +20,16 @@ from .base import (
     merge_deltas,
     parse,
 )
+from .derived import DerivedFormat, derive_parser
 
 __all__ = [
     "REASONING_PARSERS",
     "TOOL_PARSERS",
     "Delta",
+    "DerivedFormat",
     "ParsedMessage",
     "StreamParser",
+    "derive_parser",
     "end_of_turn_markers",
     "merge_deltas",
     "parse",

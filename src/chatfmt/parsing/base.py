@@ -427,6 +427,13 @@ def _resolve(
             )
     if tpl is not None:
         reasoning = tpl.reasoning_parser
+        if tool is None and tpl.tool_parser is None:
+            from .derived import derived_parsers  # a Jinja template without a parser: derive one
+
+            tpl_opts = {k: v for k, v in options.items() if k not in PARSER_OPTIONS}
+            derived = derived_parsers(tpl, tpl_opts)
+            if derived is not None:
+                tool, reasoning = derived[0], reasoning or derived[1]
         if tool is None:
             tool = tpl.tool_parser or "plain"
     if "reasoning_parser" in options:
@@ -618,7 +625,8 @@ class StreamParser:
         tool_name, reasoning_name, tpl = _resolve(template, parser, opts)
         if tool_name not in TOOL_PARSERS:
             raise ParseError(
-                f"unknown tool parser {tool_name!r} (known: {', '.join(sorted(TOOL_PARSERS))})"
+                f"unknown tool parser {tool_name!r} "
+                f"(known: {', '.join(sorted(n for n in TOOL_PARSERS if ':' not in n))})"
             )
         if reasoning_name is not None and reasoning_name not in REASONING_PARSERS:
             raise ParseError(f"unknown reasoning parser {reasoning_name!r}")

@@ -220,10 +220,19 @@ class GLM45Parser(BlockParser):
     special_markers = (_TC, _TC_END, _K, _K_END, _V, _V_END)
     starts: ClassVar[Mapping[str, str]] = {_TC: "name"}
     end = _TC_END
+    #: The pair markers (a parser derived from a template with another spelling sets them).
+    key_open: ClassVar[str] = _K
+    key_close: ClassVar[str] = _K_END
+    value_open: ClassVar[str] = _V
+    value_close: ClassVar[str] = _V_END
 
     _index = 0
     _first = True
     _key = ""
+
+    @property
+    def _call_close(self) -> str:
+        return self.end or ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
@@ -245,7 +254,9 @@ class GLM45Parser(BlockParser):
                 self.end_block()
                 return True
             return False
-        end, marker, resume = self.end_set(_K, _TC_END, "\n").split(self.buf, self.pos, self.real)
+        end, marker, resume = self.end_set(self.key_open, self._call_close, "\n").split(
+            self.buf, self.pos, self.real
+        )
         if marker is None and not self.final and len(self.buf) - self.pos < _MAX_LINE:
             return False
         if marker is None:
@@ -292,7 +303,7 @@ class GLM45Parser(BlockParser):
             if self.final:
                 return self._close_call()
             return False
-        for marker, state in ((_K, "key"), (_TC_END, None)):
+        for marker, state in ((self.key_open, "key"), (self._call_close, None)):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -304,12 +315,14 @@ class GLM45Parser(BlockParser):
                 return True
         if self.final:  # the stream ends here, after complete pairs
             rest = self.buf[self.pos :]
-            if _TC_END.startswith(rest):  # "</tool_c": the call is complete, the cut tag is text
+            if self._call_close.startswith(
+                rest
+            ):  # "</tool_c": the call is complete, the cut tag is text
                 self.pos = len(self.buf)
                 self._close_call()
                 self.out.content(rest)
                 return True
-            if _K.startswith(rest):  # "<arg_k": a further argument was cut off
+            if self.key_open.startswith(rest):  # "<arg_k": a further argument was cut off
                 return self._broken("truncated")
         return self._broken()
 
@@ -329,7 +342,11 @@ class GLM45Parser(BlockParser):
     def _collect(self, closing: str) -> bool | None:
         """Gather text up to ``closing``; True when found, None when waiting, False if broken."""
         # A value ends only at </arg_value> (values are raw text and may contain other markers).
-        breakers = (closing,) if closing == _V_END else (closing, _TC_END, _K, _V)
+        breakers = (
+            (closing,)
+            if closing == self.value_close
+            else (closing, self._call_close, self.key_open, self.value_open)
+        )
         end, marker, resume = self.end_set(*breakers).split(self.buf, self.pos, self.real)
         if marker is None and self.final:
             end = len(self.buf)
@@ -343,11 +360,11 @@ class GLM45Parser(BlockParser):
         return True
 
     def _s_key(self) -> bool:
-        got = self._collect(_K_END)
+        got = self._collect(self.key_close)
         if got is None:
             return False
         if not got:
-            self._junk_parts(_K)
+            self._junk_parts(self.key_open)
             return self._broken("truncated" if self.pos == len(self.buf) else _MALFORMED)
         self._key = "".join(self._parts).strip()
         self._parts = []
@@ -361,15 +378,15 @@ class GLM45Parser(BlockParser):
     def _s_value_head(self) -> bool:
         if not self.skip_gap():
             if self.final:
-                self.out.args(self._index, _K + self._key + _K_END)
+                self.out.args(self._index, self.key_open + self._key + self.key_close)
                 return self._broken("truncated")
             return False
-        hit = self.at_marker(_V)
+        hit = self.at_marker(self.value_open)
         if hit is None:
             return False
         if not hit:
-            self.out.args(self._index, _K + self._key + _K_END)
-            cut = self.final and _V.startswith(self.buf[self.pos :])
+            self.out.args(self._index, self.key_open + self._key + self.key_close)
+            cut = self.final and self.value_open.startswith(self.buf[self.pos :])
             return self._broken("truncated" if cut else _MALFORMED)
         self.state = "value"
         return True
@@ -377,11 +394,11 @@ class GLM45Parser(BlockParser):
     def _s_value(self) -> bool:
         if self.final and self._cut_in_value_end():
             return True
-        got = self._collect(_V_END)
+        got = self._collect(self.value_close)
         if got is None:
             return False
         if not got:
-            self._junk_parts(_K + self._key + _K_END + _V)
+            self._junk_parts(self.key_open + self._key + self.key_close + self.value_open)
             return self._broken("truncated")
         self._pair()
         self.state = "pairs"
@@ -390,7 +407,7 @@ class GLM45Parser(BlockParser):
     def _cut_in_value_end(self) -> bool:
         """At the end of the stream: a value followed by a cut ``</arg_value>`` (at least ``</``)
         is complete — the call is closed and the cut tag released as text."""
-        end, marker, _ = self.end_set(_V_END).split(self.buf, self.pos, self.real)
+        end, marker, _ = self.end_set(self.value_close).split(self.buf, self.pos, self.real)
         if marker is not None or not self.buf.startswith("</", end):
             return False
         self._parts.append(self.buf[self.pos : end])

@@ -1,0 +1,90 @@
+"""What a parser derived from a template reads (:class:`DerivedFormat`) and the encodings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+#: How a derived format writes a call, with what each means.
+ENCODINGS: Mapping[str, str] = {
+    "json_arguments": "name outside, then a JSON object of arguments: <call>NAME<sep>{args}<end>",
+    "json_call": 'JSON call objects {"name": …, "arguments": …} between markers (Hermes-like)',
+    "json_list": "a JSON list of call objects after a marker ([TOOL_CALLS][…]-like)",
+    "bare_json_call": "call objects written without any marker (Llama 3 JSON-like)",
+    "xml_pairs": "name, then <key>k</key><value>v</value> pairs (GLM-4.5-like), values typed by the schema",
+    "xml_function": "<function=name><parameter=k>v</parameter>… (Qwen3-Coder-like), values typed by the schema",
+    "pythonic": "Python call syntax [f(a=1, b='x')] read as literals (never evaluated)",
+}
+
+
+@dataclass(frozen=True)
+class DerivedFormat:
+    """What :func:`derive_parser` found in a template (see module doc)."""
+
+    #: The template's name (and where it came from).
+    template: str
+    #: Key of :data:`ENCODINGS`, or ``None`` when the template renders no tool calls.
+    encoding: str | None
+    #: Markers around the whole calls block (``""``: none).
+    calls_begin: str = ""
+    calls_end: str = ""
+    #: Markers around each call (``""``: none).
+    call_begin: str = ""
+    call_end: str = ""
+    #: Between the name and the arguments (``json_arguments``).
+    name_sep: str = ""
+    #: Between two calls, besides their markers (e.g. ``,``).
+    separator: str = ""
+    #: After a call id written between :attr:`name_sep` and the arguments (``[ARGS]``).
+    id_end: str = ""
+    #: Before the name when a call id comes first (``<call>ID<name_open>NAME…``).
+    name_open: str = ""
+    #: XML-style parameters: ``key_open KEY key_close value_open VALUE value_close``.
+    key_open: str = ""
+    key_close: str = ""
+    value_open: str = ""
+    value_close: str = ""
+    #: Keys of a JSON call object.
+    name_key: str = "name"
+    args_key: str = "arguments"
+    #: Markers around the reasoning block, if the template renders one.
+    reasoning: tuple[str, str] | None = None
+    #: Observations worth telling (why there are no calls, a reasoning form not derived, …).
+    notes: tuple[str, ...] = field(default=())
+
+    def describe(self) -> str:
+        """A readable account of the derived format."""
+        lines = [f"parser derived from template {self.template}"]
+        if self.encoding is None:
+            lines.append("tool calls: none rendered (output is plain content)")
+        else:
+            lines.append(f"tool calls: {self.encoding} — {ENCODINGS[self.encoding]}")
+            for label, value in (
+                ("calls block", _pair(self.calls_begin, self.calls_end)),
+                ("each call", _pair(self.call_begin, self.call_end)),
+                ("name/arguments separator", repr(self.name_sep) if self.name_sep else ""),
+                ("call id, then", repr(self.id_end) if self.id_end else ""),
+                ("call id, then the name after", repr(self.name_open) if self.name_open else ""),
+                ("between calls", repr(self.separator) if self.separator else ""),
+            ):
+                if value:
+                    lines.append(f"  {label}: {value}")
+            if self.key_open:
+                spelled = (
+                    f"{self.key_open}KEY{self.key_close}{self.value_open}VALUE{self.value_close}"
+                )
+                lines.append(f"  parameters: {spelled!r}")
+            if self.encoding in ("json_call", "json_list", "bare_json_call"):
+                lines.append(f"  keys: name {self.name_key!r}, arguments {self.args_key!r}")
+        if self.reasoning:
+            lines.append(f"reasoning: {_pair(*self.reasoning)}")
+        else:
+            lines.append("reasoning: none found")
+        lines.extend(f"note: {note}" for note in self.notes)
+        return "\n".join(lines)
+
+
+def _pair(begin: str, end: str) -> str:
+    if not begin and not end:
+        return ""
+    return f"{begin!r} … {end!r}"
