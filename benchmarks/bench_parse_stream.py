@@ -308,7 +308,8 @@ def format_rows(quick: bool) -> None:
     from chatfmt.parsing import TOOL_PARSERS
 
     missing = sorted(
-        {cls.name for cls in TOOL_PARSERS.values() if cls.name not in inputs} - {"plain"}
+        {c.name for c in TOOL_PARSERS.values() if c.name not in inputs and ":" not in c.name}
+        - {"plain"}
     )
     print(f"\n{'parser':<16} {'template':<26} {'10KB ms':>9} {'100KB ms':>9} {'growth':>7}  check")
     for parser, (tpl, by_size) in sorted(inputs.items()):

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import re
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -253,7 +254,7 @@ UNKNOWN: dict[str, str] = {
     "Apriel-1.6-15b-Thinker-fixed.jinja": "json_list",
     "Bielik-11B-v3.0-Instruct.jinja": "json_call",
     "ByteDance-Seed-OSS.jinja": "xml_function",
-    "Cohere2MoE.jinja": "error: a call turn ends with <|END_OF_TURN_TOKEN|>…, not a stop word without the tokenizer's EOS",
+    "Cohere2MoE.jinja": "json_list",
     "GigaChat3-10B-A1.8B.jinja": "error: a call starts with the end-of-turn marker <|message_sep|>",
     "GigaChat3.1-10B-A1.8B.jinja": "json_call",
     "Kimi-K2-Instruct.jinja": "json_arguments",
@@ -558,18 +559,26 @@ def test_named_arguments_machine_is_robust(text: str) -> None:
             assert isinstance(json.loads(call["function"]["arguments"]), dict)
 
 
-def test_cli_detect_shows_the_derived_parser() -> None:
+def test_cli_detect_shows_the_derived_parser(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from chatfmt.cli import app
 
+    def unregistered(name: str) -> str:
+        """A copy of a reference file that matches no shipped template (a comment added)."""
+        copy = tmp_path / name
+        copy.write_text((TEMPLATES / name).read_text(encoding="utf-8") + "{# a copy #}")
+        return str(copy)
+
     runner = CliRunner()
-    result = runner.invoke(app, ["detect", str(TEMPLATES / "Spark2.5.jinja"), "--parser"])
+    result = runner.invoke(app, ["detect", unregistered("Spark2.5.jinja"), "--parser"])
     assert result.exit_code == 0, result.output
     assert "xml_pairs" in result.stdout and "<arg_key>" in result.stdout
     native = runner.invoke(app, ["detect", str(TEMPLATES / "Qwen-Qwen3-0.6B.jinja"), "--parser"])
     assert "parser: hermes (reasoning: think)" in native.stdout
-    failing = runner.invoke(app, ["detect", str(TEMPLATES / "MiniMax-M2.jinja"), "--parser"])
+    shipped = runner.invoke(app, ["detect", str(TEMPLATES / "MiniMax-M2.jinja"), "--parser"])
+    assert "parser: minimax_m2" in shipped.stdout  # the shipped file keeps its own parser
+    failing = runner.invoke(app, ["detect", unregistered("MiniMax-M2.jinja"), "--parser"])
     assert failing.exit_code != 0 and "cannot derive a tool-call parser" in failing.output
 
 

@@ -24,9 +24,7 @@ RENDERING = sorted(name for name, rt in TRIPS.items() if rt.renders_calls)
 
 _NO_PARSER = "Jinja only, no tool parser yet"
 #: Reference templates that render tool calls but do not parse them back yet, with the reason.
-CANNOT_PARSE_YET: dict[str, str] = {
-    "llama-cpp-deepseek-r1.jinja": f"{_NO_PARSER}: llama.cpp's DeepSeek-R1 (deepseek_v3 form)",
-}
+CANNOT_PARSE_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", RENDERING)
