@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .control import check_tokenizer
-from .encode import IGNORE_INDEX, Encoding, encode, encode_batch
+from .encode import IGNORE_INDEX, Encoding, encode, encode_batch, encode_segments
 from .tokenizer import (
     HFTokenizer,
     SentencePieceTokenizer,
@@ -22,5 +22,6 @@ __all__ = [
     "check_tokenizer",
     "encode",
     "encode_batch",
+    "encode_segments",
     "load_tokenizer",
 ]
