@@ -26,7 +26,7 @@ from .base import WS, Emitter, register_reasoning_parser, register_tool_parser
 from .blocks import BlockParser
 from .reasoning import ThinkParser
 from .special import SpecialTokens
-from .xml_values import JsonMembers, parameter_schema, typed_value
+from .xml_values import KeywordArgs, parameter_schema, typed_value
 
 QUOTE = '<|"|>'
 CALL_START, CALL_END = "<|tool_call>", "<tool_call|>"
@@ -128,49 +128,18 @@ def gemma_value(text: str) -> Any:
     return value
 
 
-class Gemma4Args:
+class Gemma4Args(KeywordArgs):
     """Scans ``key:value,…}`` (after a call's ``{``) for call ``index``; ``status`` becomes
     ``"done"`` at the closing brace, ``"broken"`` at an end marker inside the arguments,
     ``"failed"`` when the stream ended first."""
 
-    __slots__ = (
-        "_depth",
-        "_failed",
-        "_key",
-        "_key_len",
-        "_members",
-        "_raw",
-        "_schema",
-        "_state",
-        "_string",
-        "index",
-        "out",
-        "status",
-    )
+    __slots__ = ("_key_len", "_schema", "_string")
 
     def __init__(self, out: Emitter, index: int, schema: Any) -> None:
-        self.out = out
-        self.index = index
-        self.status: str | None = None
+        super().__init__(out, index)
         self._schema = schema
-        self._members = JsonMembers(out, index)
-        self._state = "key"
-        self._key: str | None = None
         self._key_len = 0  # length of the raw text before the current value
-        self._raw: list[str] = []  # raw text of the current argument
         self._string = False
-        self._depth = 0
-        self._failed = False
-
-    def _fail(self, reason: str) -> None:
-        if not self._failed:
-            self._failed = True
-            self.out.fail(self.index, reason)
-
-    def _flush_raw(self) -> None:
-        if self._failed:
-            self.out.args(self.index, "".join(self._raw))
-        self._raw.clear()
 
     def _finish_value(self, value_text: str) -> None:
         key = self._key

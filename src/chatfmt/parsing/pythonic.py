@@ -32,7 +32,7 @@ from .base import Emitter, register_tool_parser
 from .blocks import BlockParser
 from .literals import NotLiteral, python_literal
 from .special import SpecialTokens
-from .xml_values import JsonMembers
+from .xml_values import KeywordArgs
 
 #: How far the scanner looks ahead to decide a ``[``, a key or a quote (then it decides anyway).
 LOOKAHEAD = 256
@@ -86,7 +86,7 @@ def call_head(text: str, pos: int, final: bool) -> tuple[str, int] | Literal[Fal
     return False
 
 
-class PythonicArgs:
+class PythonicArgs(KeywordArgs):
     """Scans ``k=v, …)`` (the text after a call's ``(``) for call ``index`` (see module doc).
 
     ``status`` becomes ``"done"`` after the closing parenthesis (the call may be
@@ -95,44 +95,14 @@ class PythonicArgs:
     before the bad argument, then the raw text of the rest of its argument list.
     """
 
-    __slots__ = (
-        "_depth",
-        "_failed",
-        "_key",
-        "_members",
-        "_quote",
-        "_raw",
-        "_src",
-        "_state",
-        "index",
-        "out",
-        "status",
-    )
+    __slots__ = ("_quote", "_src")
 
     def __init__(self, out: Emitter, index: int) -> None:
-        self.out = out
-        self.index = index
-        self.status: str | None = None
-        self._members = JsonMembers(out, index)
-        self._state = "key"
-        self._key: str | None = None
-        self._raw: list[str] = []  # raw text of the current argument (separators included)
-        self._src: list[str] = []  # its value as repaired Python source
+        super().__init__(out, index)
+        self._src: list[str] = []  # the current value as repaired Python source
         self._quote = ""
-        self._depth = 0
-        self._failed = False
 
     # ------------------------------------------------------------------ outcomes
-    def _fail(self, reason: str) -> None:
-        if not self._failed:
-            self._failed = True
-            self.out.fail(self.index, reason)
-
-    def _flush_raw(self) -> None:
-        if self._failed:
-            self.out.args(self.index, "".join(self._raw))
-        self._raw.clear()
-
     def _finish_value(self) -> None:
         key, src = self._key, "".join(self._src)
         self._src.clear()

@@ -153,3 +153,47 @@ class JsonMembers:
     def close(self) -> None:
         """Emit the closing ``}`` (``{}`` for a call without arguments)."""
         self.out.args(self.index, "}" if self.started else "{}")
+
+
+class KeywordArgs:
+    """Shared state of the scanners of ``key=value`` / ``key:value`` argument lists (pythonic
+    calls, Gemma 4): members streamed as JSON, or — once a value does not read — the call
+    flagged and the rest of its raw text kept as its arguments.
+
+    ``status`` is ``None`` while scanning; subclasses set ``"done"``, ``"failed"``, ….
+    """
+
+    __slots__ = (
+        "_depth",
+        "_failed",
+        "_key",
+        "_members",
+        "_raw",
+        "_state",
+        "index",
+        "out",
+        "status",
+    )
+
+    def __init__(self, out: Emitter, index: int) -> None:
+        self.out = out
+        self.index = index
+        self.status: str | None = None
+        self._members = JsonMembers(out, index)
+        self._state = "key"
+        self._key: str | None = None
+        self._raw: list[str] = []  # raw text of the current argument (separators included)
+        self._depth = 0
+        self._failed = False
+
+    def _fail(self, reason: str) -> None:
+        """Flag the call once (its later text is kept raw)."""
+        if not self._failed:
+            self._failed = True
+            self.out.fail(self.index, reason)
+
+    def _flush_raw(self) -> None:
+        """Emit the current argument's raw text if the call is flagged; forget it either way."""
+        if self._failed:
+            self.out.args(self.index, "".join(self._raw))
+        self._raw.clear()
