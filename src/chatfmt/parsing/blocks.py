@@ -171,6 +171,17 @@ class BlockParser(FormatParser):
             return None
         return False
 
+    def at_any(self, *markers: str) -> str | None:
+        """At ``pos``: the first of ``markers`` that is there (consumed, as :meth:`at_marker`),
+        None while one may still be coming, ``""`` when none is."""
+        for marker in markers:
+            hit = self.at_marker(marker)
+            if hit is None:
+                return None
+            if hit:
+                return marker
+        return ""
+
     def _gather(self, *closing: str, special: bool = True) -> str | None:
         """Gather text up to the first of ``closing`` (consumed; ``self._last`` says which).
 

@@ -303,16 +303,15 @@ class GLM45Parser(BlockParser):
             if self.final:
                 return self._close_call()
             return False
-        for marker, state in ((self.key_open, "key"), (self._call_close, None)):
-            hit = self.at_marker(marker)
-            if hit is None:
-                return False
-            if hit:
-                if state is None:
-                    return self._close_call()
-                self._parts = []
-                self.state = state
-                return True
+        found = self.at_any(self.key_open, self._call_close)
+        if found is None:
+            return False
+        if found == self._call_close:
+            return self._close_call()
+        if found:
+            self._parts = []
+            self.state = "key"
+            return True
         if self.final:  # the stream ends here, after complete pairs
             rest = self.buf[self.pos :]
             if self._call_close.startswith(

@@ -68,13 +68,12 @@ class HunyuanParser(BlockParser):
                 self.end_block()
                 return True
             return False
-        for marker, state in ((_CALL, "name"), (_CALLS_END, "text")):
-            hit = self.at_marker(marker)
-            if hit is None:
-                return False
-            if hit:
-                self.state = state
-                return True
+        found = self.at_any(_CALL, _CALLS_END)
+        if found is None:
+            return False
+        if found:
+            self.state = "name" if found == _CALL else "text"
+            return True
         self.end_block()  # other text: content
         return True
 
@@ -113,15 +112,14 @@ class HunyuanParser(BlockParser):
             return True
         if self.final and _K.startswith(rest):  # "<arg_k": a further argument was cut off
             return self._broken("truncated", "")
-        for marker, state in ((_K, "key"), (_CALL_END, None)):
-            hit = self.at_marker(marker)
-            if hit is None:
-                return False
-            if hit:
-                if state is None:
-                    return self._close_call()
-                self.state = state
-                return True
+        found = self.at_any(_K, _CALL_END)
+        if found is None:
+            return False
+        if found == _CALL_END:
+            return self._close_call()
+        if found:
+            self.state = "key"
+            return True
         return self._broken("malformed argument pairs", "")
 
     def _s_key(self) -> bool:

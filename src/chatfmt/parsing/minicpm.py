@@ -68,15 +68,14 @@ class MiniCPM5Parser(BlockParser):
             return True
         if self.final and _PARAM.startswith(self.buf[self.pos :]):  # "<para": cut off
             return self._broken("truncated", "")
-        for marker, state in ((_PARAM, "key"), (_FN_END, None)):
-            hit = self.at_marker(marker)
-            if hit is None:
-                return False
-            if hit:
-                if state is None:
-                    return self._close_call()
-                self.state = state
-                return True
+        found = self.at_any(_PARAM, _FN_END)
+        if found is None:
+            return False
+        if found == _FN_END:
+            return self._close_call()
+        if found:
+            self.state = "key"
+            return True
         return self._broken("malformed parameters", "")
 
     def _s_key(self) -> bool:
