@@ -21,58 +21,13 @@ import pytest
 
 import chatfmt
 from _parser_table import REGISTRY_BLOCK, docs_block, registry_table_markdown, write_docs
+from _turns import HISTORY, TOOLS, TURNS
 from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 
 from _support import TEMPLATES
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the weather of a city",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "description": "The city"},
-                "days": {"type": "integer", "description": "How many days"},
-            },
-            "required": ["city"],
-        },
-    },
-}
-TOOLS = [WEATHER]
-HISTORY = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-def _call(k: int, args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": f"abcdefgh{k}",  # 9 alphanumerics: valid for Mistral too
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": json.dumps(args)},
-    }
-
-
-TURNS: dict[str, dict[str, Any]] = {
-    "plain": {"role": "assistant", "content": "It is sunny, 22 °C.\nEnjoy Paris!"},
-    "reasoning": {
-        "role": "assistant",
-        "content": "It is sunny.",
-        "reasoning_content": "The user asks about Paris.",
-    },
-    "call": {"role": "assistant", "content": None, "tool_calls": [_call(0, {"city": "Paris"})]},
-    "text+call": {
-        "role": "assistant",
-        "content": "Let me check.",
-        "tool_calls": [_call(0, {"city": "Paris", "days": 2})],
-    },
-    "two calls": {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [_call(0, {"city": "Paris"}), _call(1, {"city": "Lyon", "days": 3})],
-    },
-}
 TRAILING = "Hallucinated next turn: what about Rome?"
 
 _CALLS = ("call", "text+call", "two calls")

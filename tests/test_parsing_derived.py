@@ -164,48 +164,12 @@ def test_differences_name_real_cases() -> None:
             assert any(re.fullmatch(pattern, i) for i in ids_), (filename, pattern)
 
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Get the weather of a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-            "required": ["city"],
-        },
-    },
-}
-TOOLS = [WEATHER]
-HISTORY = [{"role": "user", "content": "What is the weather in Paris?"}]
-
-
-def _call(k: int, args: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": f"abcdefgh{k}",
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": json.dumps(args)},
-    }
-
+from _turns import HISTORY, TOOLS  # noqa: E402
+from _turns import TURNS as _SHARED_TURNS  # noqa: E402
 
 TURNS: dict[str, dict[str, Any]] = {
+    **_SHARED_TURNS,
     "plain": {"role": "assistant", "content": "It is sunny, 22 °C."},
-    "reasoning": {
-        "role": "assistant",
-        "content": "It is sunny.",
-        "reasoning_content": "The user asks about Paris.",
-    },
-    "call": {"role": "assistant", "content": None, "tool_calls": [_call(0, {"city": "Paris"})]},
-    "text+call": {
-        "role": "assistant",
-        "content": "Let me check.",
-        "tool_calls": [_call(0, {"city": "Paris", "days": 2})],
-    },
-    "two calls": {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [_call(0, {"city": "Paris"}), _call(1, {"city": "Lyon", "days": 3})],
-    },
 }
 
 
