@@ -201,21 +201,24 @@ def create_app(
             "prompt": prepared.prompt + prepared.prefill,
             "prefill": prepared.prefill,
         }
-        if playground is not None:  # the page's view: segments (and tokens) of the prompt
-            segments = entry.template.segments(
-                prepared.history,
-                add_generation_prompt=body.add_generation_prompt,
-                **prepared.options,
-            )
-            out["segments"] = segments_view(segments)
-            if entry.active_tokenizer is not None:
-                out["tokens"] = tokens_view(segments, entry.active_tokenizer)
+        enc = None
         if prepared.prompt_ids is not None:
             enc = encoding_of(prepared, add_generation_prompt=body.add_generation_prompt)
             extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained
             out["token_ids"] = list(prepared.prompt_ids)
             out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * extra
             out["trained"] = [lab != -100 for lab in enc.labels] + [False] * extra
+        if playground is not None:  # the page's view: segments (and tokens) of the prompt
+            if enc is not None:  # the encoding already holds them
+                out["segments"] = segments_view(enc.segments)
+                out["tokens"] = tokens_view(enc)
+            else:
+                segments = entry.template.segments(
+                    prepared.history,
+                    add_generation_prompt=body.add_generation_prompt,
+                    **prepared.options,
+                )
+                out["segments"] = segments_view(segments)
         return JSONResponse(out)
 
     async def parse(request: Request) -> Response:

@@ -108,10 +108,8 @@ def static_file(name: str) -> bytes:
 
 def registered(name: str) -> Template:
     """A registered template by name or alias — never a path (requests don't read files)."""
-    key = name.strip().lower()
-    for tpl in REGISTRY:
-        if tpl.name.lower() == key or key in (a.lower() for a in tpl.aliases):
-            return tpl
+    if name in REGISTRY:  # names and aliases only: a path is never looked up
+        return REGISTRY.get(name)
     raise APIError(
         404, f"no registered template {name!r}", param="template", code="template_not_found"
     )
@@ -120,7 +118,7 @@ def registered(name: str) -> Template:
 def template_list() -> list[dict[str, Any]]:
     """Every registered template, for the page's picker."""
     out = []
-    for tpl in sorted(REGISTRY, key=lambda t: t.name):
+    for tpl in REGISTRY:  # sorted by name
         out.append(
             {
                 "name": tpl.name,
@@ -152,10 +150,8 @@ def segments_view(segments: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def tokens_view(segments: list[Any], tokenizer: Any) -> list[dict[str, Any]]:
-    from ..tokens.encode import encode_segments
-
-    enc = encode_segments(segments, tokenizer)
+def tokens_view(encoding: Any) -> list[dict[str, Any]]:
+    """The tokens of an :class:`~chatfmt.tokens.Encoding`: id, decoded piece, control, trained."""
     return [
         {
             "id": r["id"],
@@ -163,7 +159,7 @@ def tokens_view(segments: list[Any], tokenizer: Any) -> list[dict[str, Any]]:
             "control": r["kind"] == "control",
             "trained": r["trained"],
         }
-        for r in enc.to_table()
+        for r in encoding.to_table()
     ]
 
 
@@ -200,7 +196,9 @@ async def render(playground: Playground, body: PlaygroundRenderBody) -> dict[str
             "segments": segments_view(segments),
         }
         if playground.tokenizer is not None:
-            out["tokens"] = tokens_view(segments, playground.tokenizer)
+            from ..tokens import encode_segments
+
+            out["tokens"] = tokens_view(encode_segments(segments, playground.tokenizer))
         return out
     except ChatFmtError as exc:
         raise api_error(exc) from None
