@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import chatfmt
-from _streaming import assert_stream_equals_whole, decoded_calls
+from _streaming import assert_stream_equals_whole, decoded_calls, wire
 from chatfmt.parsing import StreamParser, end_of_turn_markers, parse
 
 
@@ -445,7 +445,7 @@ def test_string_values_stream_as_they_come() -> None:
     deltas = sp.feed("<tool_call>\n<function=write>\n<parameter=content>\nfirst part of a long ")
     sent = "".join(
         e["function"]["arguments"]
-        for d in deltas
+        for d in wire(deltas)
         for e in d.get("tool_calls", [])
         if "function" in e
     )
@@ -453,7 +453,7 @@ def test_string_values_stream_as_they_come() -> None:
     deltas = sp.feed("file\n</parameter>\n<parameter=count>\n12")
     sent = "".join(
         e["function"]["arguments"]
-        for d in deltas
+        for d in wire(deltas)
         for e in d.get("tool_calls", [])
         if "function" in e
     )

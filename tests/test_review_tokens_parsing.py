@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import chatfmt
 from chatfmt.data_pipeline import record_to_conversation, tokenize_dataset
 from chatfmt.errors import ParseError, TokenizationError, UnsupportedFeatureError, ValidationError
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import Delta, StreamParser, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 from chatfmt.parsing.blocks import BlockParser
 from chatfmt.parsing.deepseek import DeepSeekV3Parser
@@ -133,7 +133,7 @@ def test_deep_json_never_raises_recursion_error(case: str) -> None:
     msg = parse(text, parser=parser, tools=[TOOL])
     assert msg["tool_calls"], msg  # the call is recognised (flagged or not), not content
     streamed = StreamParser(parser=parser, tools=[TOOL])
-    deltas: list[dict[str, Any]] = []
+    deltas: list[Delta] = []
     for i in range(0, len(text), 4096):
         deltas += streamed.feed(text[i : i + 4096])
     deltas += streamed.finish()

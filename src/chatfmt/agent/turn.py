@@ -13,10 +13,8 @@ from typing import Any
 
 from ..backends.base import Backend, CompletionRequest, Usage
 from ..errors import UnsupportedFeatureError
-from ..parsing import StreamParser
+from ..parsing import Delta, StreamParser
 from ..template import Template
-
-Delta = dict[str, Any]
 
 
 def prompt_for(
@@ -57,7 +55,7 @@ def prompt_for(
 class ParsedTurn:
     """A completion streamed from ``backend`` and parsed by ``parser`` as it arrives.
 
-    Iterate :meth:`deltas` for lists of OpenAI deltas (the last list comes from
+    Iterate :meth:`deltas` for lists of typed deltas (the last list comes from
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``

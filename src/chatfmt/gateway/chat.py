@@ -15,10 +15,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent.turn import Delta, ParsedTurn, prompt_for
+from ..agent.turn import ParsedTurn, prompt_for
 from ..backends.base import CompletionRequest, Usage
 from ..errors import ChatFmtError, UnsupportedFeatureError, ValidationError
-from ..parsing import StreamParser, merge_deltas
+from ..parsing import Delta, StreamParser, merge_deltas
+from ..parsing.openai_wire import delta_dict, message_dict
 from ..protocol import Conversation, validate_conversation, validate_tools
 from .errors import APIError, api_error
 from .models import Limits, ModelEntry
@@ -202,7 +203,7 @@ def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
+def wire_delta(delta: Delta, max_calls: int | None = None) -> dict[str, Any] | None:
     """A parser delta as sent to clients (``None`` if nothing is left of it).
 
     chatfmt's ``error`` flags are removed: an invalid call (arguments that are not a JSON
@@ -210,25 +211,12 @@ def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
     as with any OpenAI model. Calls from index ``max_calls`` on are dropped
     (``parallel_tool_calls: false``).
     """
-    calls = delta.get("tool_calls")
-    if not calls:
-        return delta
-    kept = []
-    for entry in calls:
-        if max_calls is not None and entry["index"] >= max_calls:
-            continue
-        clean = {k: v for k, v in entry.items() if k != "error"}
-        if len(clean) > 1:  # more than the index
-            kept.append(clean)
-    out = {k: v for k, v in delta.items() if k != "tool_calls"}
-    if kept:
-        out["tool_calls"] = kept
-    return out or None
+    return delta_dict(delta, errors=False, max_calls=max_calls)
 
 
 def wire_message(deltas: list[Delta], max_calls: int | None = None) -> dict[str, Any]:
     """The assistant message of a whole reply, as sent to clients (see :func:`wire_delta`)."""
-    return merge_deltas(d for d in (wire_delta(x, max_calls) for x in deltas) if d is not None)
+    return message_dict(merge_deltas(deltas), errors=False, max_calls=max_calls)
 
 
 def usage_of(turn: ParsedTurn, prepared: Prepared) -> dict[str, int] | None:
@@ -327,7 +315,7 @@ async def _events(
         "model": prepared.entry.name,
     }
 
-    def chunk(delta: Delta, finish: str | None = None) -> bytes:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
         return sse({**head, "choices": [choice]})
 
