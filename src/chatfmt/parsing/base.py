@@ -25,9 +25,11 @@ from ..registry import REGISTRY
 from ..template import Template
 from .deltas import (
     CODE_INTERPRETER,
+    ContentDelta,
     Delta,
     FinishReason,
     ParsedMessage,
+    ReasoningDelta,
     ToolCallDelta,
     call_delta,
     content_delta,
@@ -53,33 +55,17 @@ def mistral_call_id(_index: int) -> str:
     return "".join(secrets.choice(_ALNUM) for _ in range(9))
 
 
-# What the Emitter's pending delta is (its text pieces wait in ``_pieces``).
-_NONE, _CONTENT, _REASONING, _CALL = 0, 1, 2, 3
-
-
 class Emitter:
     """Collects the deltas of one ``feed``; neighbouring text of one kind makes one delta.
 
-    Text pieces are collected and the frozen delta is made once, when the batch is
-    taken (:meth:`take`) or another kind of delta follows. Content that is only
-    whitespace is held back until other content follows: it is content then, or at
-    :meth:`end` when the message has no tool calls (the whitespace around calls is
-    not content, see :func:`merge_deltas`), so the content deltas always add up to the
-    message's ``content``.
+    Deltas are frozen: text that continues the last delta replaces it with a longer
+    one. Content that is only whitespace is held back until other content follows: it
+    is content then, or at :meth:`end` when the message has no tool calls (the
+    whitespace around calls is not content, see :func:`merge_deltas`), so the content
+    deltas always add up to the message's ``content``.
     """
 
-    __slots__ = (
-        "_args",
-        "_blank",
-        "_call",
-        "_kind",
-        "_pieces",
-        "_texted",
-        "_tools",
-        "calls",
-        "deltas",
-        "id_factory",
-    )
+    __slots__ = ("_args", "_blank", "_texted", "_tools", "calls", "deltas", "id_factory")
 
     def __init__(self, id_factory: IdFactory, tools: Mapping[str, Any] | None) -> None:
         self.id_factory = id_factory
@@ -89,31 +75,9 @@ class Emitter:
         self._args: dict[int, list[str]] = {}
         self._blank = ""  # whitespace-only content held back (see class doc)
         self._texted = False  # whether content other than whitespace was emitted
-        self._kind = _NONE  # the pending delta's kind
-        self._pieces: list[str] = []  # the pending delta's text
-        # The pending call piece: (index, id, name, code).
-        self._call: tuple[int, str | None, str | None, bool] = (-1, None, None, False)
-
-    def _flush(self) -> None:
-        """Make the pending delta."""
-        kind = self._kind
-        if kind == _NONE:
-            return
-        pieces = self._pieces
-        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
-        if kind == _CONTENT:
-            self.deltas.append(content_delta(text))
-        elif kind == _REASONING:
-            self.deltas.append(reasoning_delta(text))
-        else:
-            index, call_id, name, code = self._call
-            self.deltas.append(call_delta(index, text, call_id, name, code))
-        self._kind = _NONE
 
     def take(self) -> list[Delta]:
         """The deltas emitted since the last call."""
-        if self._kind != _NONE:
-            self._flush()
         out, self.deltas = self.deltas, []
         return out
 
@@ -123,16 +87,14 @@ class Emitter:
             return None
         return self._tools.get(name)
 
-    def _text(self, kind: int, text: str) -> None:
-        if not text:
-            return
-        if self._kind == kind:
-            self._pieces.append(text)
-            return
-        if self._kind != _NONE:
-            self._flush()
-        self._kind = kind
-        self._pieces = [text]
+    def _content(self, text: str) -> None:
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if type(last) is ContentDelta:
+                deltas[-1] = content_delta(last.text + text)
+                return
+        deltas.append(content_delta(text))
 
     def content(self, text: str) -> None:
         if not self._texted:
@@ -141,16 +103,25 @@ class Emitter:
                 return
             if text:
                 text, self._blank, self._texted = self._blank + text, "", True
-        self._text(_CONTENT, text)
+        if text:
+            self._content(text)
 
     def end(self) -> None:
         """End of stream: held whitespace is content only if there are no tool calls."""
         if self._blank and not self.calls:
-            self._text(_CONTENT, self._blank)
+            self._content(self._blank)
         self._blank = ""
 
     def reasoning(self, text: str) -> None:
-        self._text(_REASONING, text)
+        if not text:
+            return
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if type(last) is ReasoningDelta:
+                deltas[-1] = reasoning_delta(last.text + text)
+                return
+        deltas.append(reasoning_delta(text))
 
     def start_call(
         self, name: str, *, code: bool = False, error: str | None = None, call_id: str | None = None
@@ -170,29 +141,27 @@ class Emitter:
             if error is None and self._tools is not None and name not in self._tools:
                 error = f"unknown tool {name!r}"
             self._args[index] = []
-        self._flush()
-        if error is not None:
-            self.deltas.append(ToolCallDelta(index, "", call_id, name, code, error))
+        if error is None:
+            self.deltas.append(call_delta(index, "", call_id, name, code))
         else:
-            self._kind = _CALL
-            self._call = (index, call_id, name, code)
-            self._pieces = []
+            self.deltas.append(ToolCallDelta(index, "", call_id, name, code, error))
         return index
 
     def _call_text(self, index: int, code: bool, text: str) -> None:
         if not text:
             return
-        if self._kind == _CALL:
-            pending = self._call
-            if pending[0] == index and pending[3] == code:
-                self._pieces.append(text)
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if (
+                type(last) is ToolCallDelta
+                and last.index == index
+                and last.code is code
+                and last.error is None
+            ):
+                deltas[-1] = call_delta(index, last.text + text, last.id, last.name, code)
                 return
-            self._flush()
-        elif self._kind != _NONE:
-            self._flush()
-        self._kind = _CALL
-        self._call = (index, None, None, code)
-        self._pieces = [text]
+        deltas.append(call_delta(index, text, None, None, code))
 
     def args(self, index: int, text: str) -> None:
         """Append raw argument text of call ``index``."""
@@ -208,7 +177,6 @@ class Emitter:
 
     def fail(self, index: int, reason: str) -> None:
         """Flag call ``index`` invalid (its text so far stays its arguments)."""
-        self._flush()
         self.deltas.append(ToolCallDelta(index, error=reason))
 
     def check_arguments(self, index: int) -> None:
