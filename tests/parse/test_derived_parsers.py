@@ -581,7 +581,7 @@ def _xml_peer_cases() -> list[tuple[str, str, dict[str, Any], Any]]:
     tests/test_parsing_qwen3_coder.py writes them): (official template, output, options, tools)."""
     if not _machine_available("xml_function"):
         return []
-    import test_parsing_qwen3_coder as xml
+    import test_xml_parameter_calls as xml
 
     out: list[tuple[str, str, dict[str, Any], Any]] = []
     out += [("Qwen3-Coder.jinja", text, {}, xml.VLLM_TOOLS) for text, _calls, _c in xml.VLLM_CASES]

@@ -13,7 +13,7 @@ from chatfmt.agent import Agent, FunctionTool
 from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
 from chatfmt.backends import ScriptedBackend, ScriptedReply
 from chatfmt.errors import ValidationError
-from test_seed_examples_internlm_glm import (
+from test_seed_internlm_glm import (
     SEED_CHATGLM3_CODE,
     SEED_CHATGLM3_CODE_MESSAGES,
     SEED_CHATGLM3_TOOLS,
