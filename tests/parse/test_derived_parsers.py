@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_parser_peer_cases import CASES as PEER_CASES
+from test_parser_peer_cases import output_of, parser_of, tools_of
 
 import chatfmt
 from _streaming import assert_stream_equals_whole, chunkings, streamed
@@ -30,8 +32,6 @@ from chatfmt.jinja.template import JinjaTemplate
 from chatfmt.parsing import TOOL_PARSERS, StreamParser, end_of_turn_markers, parse
 from chatfmt.parsing.derived import DerivedFormat, derive_parser, derived_parsers
 from chatfmt.parsing.derived_probe import _shared_head
-from test_parser_peer_cases import CASES as PEER_CASES
-from test_parser_peer_cases import output_of, parser_of, tools_of
 
 from _support import TEMPLATES, require_shared
 

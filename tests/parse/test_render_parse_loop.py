@@ -26,7 +26,6 @@ from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 
-
 TRAILING = "Hallucinated next turn: what about Rome?"
 
 _CALLS = ("call", "text+call", "two calls")
@@ -528,4 +527,3 @@ def test_docs_parser_table_matches_the_registry() -> None:
     assert docs_block(REGISTRY_BLOCK) == registry_table_markdown(), (
         "docs/parsing.md is stale: run `python tests/_parser_table.py` to regenerate the table"
     )
-
