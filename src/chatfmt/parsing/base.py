@@ -166,7 +166,20 @@ class Emitter:
     def args(self, index: int, text: str) -> None:
         """Append raw argument text of call ``index``."""
         self._args[index].append(text)
-        self._call_text(index, False, text)
+        if not text:
+            return
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if (
+                type(last) is ToolCallDelta
+                and last.index == index
+                and not last.code
+                and last.error is None
+            ):
+                deltas[-1] = call_delta(index, last.text + text, last.id, last.name, False)
+                return
+        deltas.append(call_delta(index, text, None, None, False))
 
     def code(self, index: int, text: str) -> None:
         """Append code of code-interpreter call ``index``."""
@@ -623,7 +636,9 @@ class StreamParser:
             self._parser.feed(turn)
         if self.budget.active:
             self.budget.prune(min(end.low_water(), self._parser.low_water()))
-        return self.out.take()
+        out = self.out
+        deltas, out.deltas = out.deltas, []  # out.take(), inline: once per chunk
+        return deltas
 
     def finish(self, truncated: bool = False) -> list[Delta]:
         """End of stream: release held-back text, close or flag open calls, set :attr:`finish_reason`.
