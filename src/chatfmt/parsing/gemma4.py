@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .base import WS, Emitter, register_reasoning_parser, register_tool_parser
-from .blocks import BlockParser
-from .reasoning import ThinkParser
+from .blocks import Block, BlockParser
+from .reasoning import Think, ThinkParser
 from .special import SpecialTokens
+from .states import State
 from .xml_values import KeywordArgs, parameter_schema, typed_value
 
 QUOTE = '<|"|>'
@@ -286,16 +288,28 @@ def _held_quote(text: str, start: int) -> int:
     return 0
 
 
+class _Gemma4(State):
+    """States of :class:`Gemma4Parser` beyond :class:`~.blocks.Block`."""
+
+    LEAD = auto()  # where the answer starts: a bare ``call:NAME{``?
+    CHANNEL = auto()  # after ``<|channel>``: the channel name
+    THOUGHT = auto()  # a thought, up to ``<channel|>``
+    HEAD = auto()  # ``call:NAME{``
+    ARGS = auto()  # the arguments
+    CLOSE = auto()  # the end marker
+
+
 class Gemma4Parser(BlockParser):
     """``<|tool_call>call:NAME{…}<tool_call|>`` calls in the text (see module doc).
 
-    States besides :class:`~.blocks.BlockParser`'s ``text`` and ``junk``: ``head``
-    (``call:NAME{``), ``args`` (the arguments), ``close`` (the end marker).
+    States besides :class:`~.blocks.BlockParser`'s ``TEXT`` and ``JUNK``: :class:`_Gemma4`.
     """
+
+    states = _Gemma4
 
     name = "gemma4"
     special_markers: ClassVar[tuple[str, ...]] = (CALL_START, CALL_END, CHANNEL_START, CHANNEL_END)
-    starts: ClassVar[Mapping[str, str]] = {CALL_START: "head", CHANNEL_START: "channel"}
+    starts: ClassVar[Mapping[str, State]] = {CALL_START: _Gemma4.HEAD, CHANNEL_START: _Gemma4.CHANNEL}
     end = CALL_END
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
@@ -304,7 +318,7 @@ class Gemma4Parser(BlockParser):
         self._thought_ws = ""  # trailing whitespace of a thought, held back
         self._thought_lead = True
         self._thoughts = 0  # thoughts with text so far (a later one is set apart by a blank line)
-        self.state = "lead"
+        self.state = _Gemma4.LEAD
 
     def _s_channel(self) -> bool:
         """After ``<|channel>``: the channel name ``thought`` is markup (a thought between calls)."""
@@ -314,7 +328,7 @@ class Gemma4Parser(BlockParser):
         elif THOUGHT.startswith(rest) and not self.final:
             return False
         self._thought_ws, self._thought_lead = "", True
-        self.state = "thought"
+        self.state = _Gemma4.THOUGHT
         return True
 
     def _s_thought(self) -> bool:
@@ -338,7 +352,7 @@ class Gemma4Parser(BlockParser):
             self._thought_ws += text
         if marker is None and not self.final:
             return False
-        self.state = "lead"
+        self.state = _Gemma4.LEAD
         return marker is not None
 
     def _s_lead(self) -> bool:
@@ -354,14 +368,14 @@ class Gemma4Parser(BlockParser):
         maybe = _HEAD_PREFIX.fullmatch(rest) and not rest.startswith(":")
         if maybe and not self.final and len(rest) < LOOKAHEAD:
             return False
-        self.state = "text"
+        self.state = Block.TEXT
         return True
 
     def _open_call(self, name: str, at: int) -> None:
         index = self.out.start_call(name)
         self.args = Gemma4Args(self.out, index, self.out.tool_schema(name))
         self.pos = at
-        self.state = "args"
+        self.state = _Gemma4.ARGS
 
     def _s_head(self) -> bool:
         buf, pos = self.buf, self.pos
@@ -374,7 +388,7 @@ class Gemma4Parser(BlockParser):
                 self.end_block()  # a start marker at the very end: markup
                 return True
             self.junk_index = self.out.start_call("", error="not a tool call")
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._open_call(m.group(1), m.end())
         return True
@@ -386,7 +400,7 @@ class Gemma4Parser(BlockParser):
         if args.status is None:
             return False
         self.args = None
-        self.state = "close"
+        self.state = _Gemma4.CLOSE
         return True
 
     def _s_close(self) -> bool:
@@ -402,14 +416,22 @@ class Gemma4Parser(BlockParser):
             self.args = None
 
 
+class _Gemma4Think(State):
+    """States of :class:`Gemma4Reasoning` beyond :class:`~.reasoning.Think`."""
+
+    CHANNEL = auto()  # the channel name after ``<|channel>``
+
+
 class Gemma4Reasoning(ThinkParser):
     """``<|channel>thought\\n…<channel|>``: the channel name is markup, the rest reasoning."""
+
+    states = _Gemma4Think
 
     name = "gemma4"
     open_marker: ClassVar[str] = "<|channel>"
     close_marker: ClassVar[str] = "<channel|>"
     special_markers: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
-    openers: ClassVar[tuple[tuple[str, str], ...]] = (("<|channel>", "channel"),)
+    openers: ClassVar[tuple[tuple[str, State], ...]] = (("<|channel>", _Gemma4Think.CHANNEL),)
     channel: ClassVar[str] = "thought"
 
     def _s_channel(self) -> bool:
@@ -418,7 +440,7 @@ class Gemma4Reasoning(ThinkParser):
             self.pos += len(self.channel)
         elif self.channel.startswith(rest) and not self.final:
             return False
-        self.state = "reasoning"
+        self.state = Think.REASONING
         return True
 
 

@@ -8,13 +8,21 @@ further role, ``function call<|role_sep|>\\n{…}``; GigaChat 3.1 writes
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 
 _SEP, _ROLE_SEP, _CALL = "<|message_sep|>", "<|role_sep|>", "<|function_call|>"
 _ROLE = "function call" + _ROLE_SEP
+
+
+class _GigaChat(State):
+    """States of :class:`GigaChat3Parser` beyond :class:`~.blocks.Block`."""
+
+    SEP = auto()  # after ``<|message_sep|>``
 
 
 class GigaChat3Parser(BlockParser):
@@ -24,9 +32,11 @@ class GigaChat3Parser(BlockParser):
     separator included (the model went on without an end of turn).
     """
 
+    states = _GigaChat
+
     name = "gigachat3"
     special_markers: ClassVar[tuple[str, ...]] = (_SEP, _ROLE_SEP, _CALL)
-    starts: ClassVar[Mapping[str, str]] = {_SEP: "sep", _ROLE: "block", _CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {_SEP: _GigaChat.SEP, _ROLE: Block.GAP, _CALL: Block.GAP}
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
 
@@ -38,9 +48,9 @@ class GigaChat3Parser(BlockParser):
             self._sep_ws = ""
 
     def end_block(self) -> None:
-        if self.state != "sep" and self.buf.endswith(_SEP, 0, self.pos):
+        if self.state is not _GigaChat.SEP and self.buf.endswith(_SEP, 0, self.pos):
             # the call's <|message_sep|> was just read: the turn may go on
-            self.state, self._sep_ws = "sep", ""
+            self.state, self._sep_ws = _GigaChat.SEP, ""
             self.in_list = False
             return
         super().end_block()
@@ -72,7 +82,7 @@ class GigaChat31Parser(GigaChat3Parser):
 
     name = "gigachat3.1"
     special_markers = (_CALL,)
-    starts: ClassVar[Mapping[str, str]] = {_CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {_CALL: Block.GAP}
     ends: ClassVar[Mapping[str, str | None]] = {_CALL: None}
 
 

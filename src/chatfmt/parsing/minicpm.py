@@ -10,10 +10,12 @@ Python's spelling, e.g. ``True``, ``{'a': 1}``, which the conversion reads). Rea
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 from .xml_values import JsonMembers, parameter_schema, typed_value
 
 _FN, _FN_END = '<function name="', "</function>"
@@ -21,6 +23,18 @@ _PARAM, _PARAM_END = '<param name="', "</param>"
 _ATTR_END = '">'
 _CDATA, _CDATA_END = "<![CDATA[", "]]>"
 _MAX_HEAD = 256
+
+
+class _MiniCPM(State):
+    """States of :class:`MiniCPM5Parser` beyond :class:`~.blocks.Block`."""
+
+    NAME = auto()  # the quoted tool name
+    PARAMS = auto()  # between parameters
+    KEY = auto()  # a parameter's quoted name
+    VALUE_HEAD = auto()  # CDATA or not
+    VALUE = auto()  # up to ``</param>``
+    CDATA = auto()  # up to ``]]>``
+    CDATA_END = auto()  # after ``]]>``
 
 
 class MiniCPM5Parser(BlockParser):
@@ -31,8 +45,10 @@ class MiniCPM5Parser(BlockParser):
     A call that breaks is flagged with its raw text up to ``</function>``.
     """
 
+    states = _MiniCPM
+
     name = "minicpm5"
-    starts: ClassVar[Mapping[str, str]] = {_FN: "name"}
+    starts: ClassVar[Mapping[str, State]] = {_FN: _MiniCPM.NAME}
 
     _members: JsonMembers | None = None
     _name = ""
@@ -52,11 +68,11 @@ class MiniCPM5Parser(BlockParser):
             self.out.args(index, _FN + "".join(self._parts))
             self._parts = []
             self.junk_index = index
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._name = text
         self._members = JsonMembers(self.out, self.out.start_call(text))
-        self.state = "params"
+        self.state = _MiniCPM.PARAMS
         return True
 
     def _s_params(self) -> bool:
@@ -74,7 +90,7 @@ class MiniCPM5Parser(BlockParser):
         if found == _FN_END:
             return self._close_call()
         if found:
-            self.state = "key"
+            self.state = _MiniCPM.KEY
             return True
         return self._broken("malformed parameters", "")
 
@@ -85,7 +101,7 @@ class MiniCPM5Parser(BlockParser):
                 return self._broken("truncated" if self.final else "malformed parameters", _PARAM)
             return False
         self._key = text
-        self.state = "value_head"
+        self.state = _MiniCPM.VALUE_HEAD
         return True
 
     def _head(self) -> str:
@@ -95,7 +111,7 @@ class MiniCPM5Parser(BlockParser):
         hit = self.at_marker(_CDATA)
         if hit is None:
             return False
-        self.state = "cdata" if hit else "value"
+        self.state = _MiniCPM.CDATA if hit else _MiniCPM.VALUE
         return True
 
     def _s_value(self) -> bool:
@@ -118,7 +134,7 @@ class MiniCPM5Parser(BlockParser):
         if text is None:
             return self._broken("truncated", self._head() + _CDATA) if self.final else False
         self._cdata = text
-        self.state = "cdata_end"
+        self.state = _MiniCPM.CDATA_END
         return True
 
     def _s_cdata_end(self) -> bool:
@@ -149,7 +165,7 @@ class MiniCPM5Parser(BlockParser):
         assert self._members is not None
         schema = parameter_schema(self.out.tool_schema(self._name), self._key)
         self._members.member(self._key, typed_value(text, schema))
-        self.state = "params"
+        self.state = _MiniCPM.PARAMS
 
     def _close_call(self) -> bool:
         members = self._members
@@ -170,7 +186,7 @@ class MiniCPM5Parser(BlockParser):
         self.out.fail(members.index, reason)
         self._members = None
         self.junk_index = members.index
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
 
