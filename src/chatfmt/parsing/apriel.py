@@ -38,7 +38,11 @@ class AprielParser(BlockParser):
 
     name = "apriel"
     special_markers = ("<tool_calls>", "</tool_calls>")
-    starts: ClassVar[Mapping[str, State]] = {"<tool_calls>": Block.GAP, _BEGIN: _Apriel.LEAD, _END: _Apriel.LEAD}
+    starts: ClassVar[Mapping[str, State]] = {
+        "<tool_calls>": Block.GAP,
+        _BEGIN: _Apriel.LEAD,
+        _END: _Apriel.LEAD,
+    }
     end = "</tool_calls>"
 
     _ws = ""  # held trailing whitespace of the text

@@ -129,7 +129,7 @@ class BlockParser(StateMachine, FormatParser):
     (call objects until ``end``) or a state of the subclass.
     """
 
-    states = Block
+    states: ClassVar[type[State] | None] = Block
     starts: ClassVar[Mapping[str, State]] = {}
     #: End marker of blocks (per start marker in ``ends``, else ``end``).
     end: ClassVar[str | None] = None

@@ -54,7 +54,9 @@ class NamedArgsParser(BlockParser):
         super().enter(marker)
         self.cur_end = self.call_end or self.calls_end or None
         self.state = (
-            _NamedArgs.NX_GAP if marker == self.calls_begin and self.calls_begin else self._head_state
+            _NamedArgs.NX_GAP
+            if marker == self.calls_begin and self.calls_begin
+            else self._head_state
         )
 
     @property

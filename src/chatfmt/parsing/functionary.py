@@ -65,7 +65,7 @@ class FunctionTagCalls(BlockParser):
     :attr:`FunctionTag.FN_HEAD` in its ``starts``. Also the ``python`` code call (``py_code`` after
     :meth:`start_python`), which ends at :attr:`python_end` or the end of output."""
 
-    states = FunctionTag
+    states: ClassVar[type[State] | None] = FunctionTag
 
     #: The marker that ends a ``python`` code call (None: the end of output).
     python_end: ClassVar[str | None] = None
@@ -180,7 +180,10 @@ class FunctionaryV31Parser(FunctionTagCalls):
 
     name = "functionary_v31"
     special_markers = (PYTHON_TAG,)
-    starts: ClassVar[Mapping[str, State]] = {FUNC_OPEN: FunctionTag.FN_HEAD, PYTHON_TAG: _V31.PY_HEAD}
+    starts: ClassVar[Mapping[str, State]] = {
+        FUNC_OPEN: FunctionTag.FN_HEAD,
+        PYTHON_TAG: _V31.PY_HEAD,
+    }
 
     def _s_py_head(self) -> bool:
         return self.start_python()

@@ -309,7 +309,10 @@ class Gemma4Parser(BlockParser):
 
     name = "gemma4"
     special_markers: ClassVar[tuple[str, ...]] = (CALL_START, CALL_END, CHANNEL_START, CHANNEL_END)
-    starts: ClassVar[Mapping[str, State]] = {CALL_START: _Gemma4.HEAD, CHANNEL_START: _Gemma4.CHANNEL}
+    starts: ClassVar[Mapping[str, State]] = {
+        CALL_START: _Gemma4.HEAD,
+        CHANNEL_START: _Gemma4.CHANNEL,
+    }
     end = CALL_END
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:

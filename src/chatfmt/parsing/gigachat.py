@@ -36,7 +36,11 @@ class GigaChat3Parser(BlockParser):
 
     name = "gigachat3"
     special_markers: ClassVar[tuple[str, ...]] = (_SEP, _ROLE_SEP, _CALL)
-    starts: ClassVar[Mapping[str, State]] = {_SEP: _GigaChat.SEP, _ROLE: Block.GAP, _CALL: Block.GAP}
+    starts: ClassVar[Mapping[str, State]] = {
+        _SEP: _GigaChat.SEP,
+        _ROLE: Block.GAP,
+        _CALL: Block.GAP,
+    }
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
 

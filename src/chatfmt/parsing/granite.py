@@ -71,7 +71,9 @@ class GraniteThinkParser(ThinkParser):
         *ThinkParser.openers,
         (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
     )
-    after_openers: ClassVar[tuple[tuple[str, State], ...]] = ((_RESPONSE, _GraniteThink.RESPONSE_LEAD),)
+    after_openers: ClassVar[tuple[tuple[str, State], ...]] = (
+        (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

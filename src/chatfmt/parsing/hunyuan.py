@@ -66,7 +66,11 @@ class HunyuanParser(BlockParser):
         _V,
         _V_END,
     )
-    starts: ClassVar[Mapping[str, State]] = {_CALLS: _Hunyuan.CALLS, _CALL: _Hunyuan.NAME, _CALLS_END: Block.TEXT}
+    starts: ClassVar[Mapping[str, State]] = {
+        _CALLS: _Hunyuan.CALLS,
+        _CALL: _Hunyuan.NAME,
+        _CALLS_END: Block.TEXT,
+    }
 
     _members: JsonMembers | None = None
     _name = ""

@@ -81,7 +81,7 @@ class InvokeParser(BlockParser):
     States: :class:`Invoke` and :class:`~.blocks.Block`'s ``TEXT`` and ``JUNK``.
     """
 
-    states = Invoke
+    states: ClassVar[type[State] | None] = Invoke
 
     invoke_open: ClassVar[str] = "<invoke"
     invoke_close: ClassVar[str] = "</invoke>"

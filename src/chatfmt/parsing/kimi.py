@@ -129,7 +129,11 @@ class KimiK2Parser(BlockParser):
             if not self.final:
                 self.pos = start  # whitespace: undecided until what follows it is known
             return False
-        for marker, state in ((CALL_END, _Kimi.K_SECTION), (CALL_BEGIN, _Kimi.K_HEAD), *_SECTION_ENDS):
+        for marker, state in (
+            (CALL_END, _Kimi.K_SECTION),
+            (CALL_BEGIN, _Kimi.K_HEAD),
+            *_SECTION_ENDS,
+        ):
             hit = self.at_marker(marker)
             if hit is None:
                 return False

@@ -316,7 +316,10 @@ class PythonicParser(BlockParser):
 
     name = "pythonic"
     special_markers: ClassVar[tuple[str, ...]] = ("<|python_start|>", "<|python_end|>")
-    starts: ClassVar[Mapping[str, State]] = {"<|python_start|>": Pythonic.PY_BLOCK, "[": Pythonic.PY_BARE}
+    starts: ClassVar[Mapping[str, State]] = {
+        "<|python_start|>": Pythonic.PY_BLOCK,
+        "[": Pythonic.PY_BARE,
+    }
     ends: ClassVar[Mapping[str, str | None]] = {"<|python_start|>": "<|python_end|>"}
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:

@@ -43,7 +43,7 @@ class ThinkParser(StateMachine, FormatParser):
     recognised right after the reasoning block.
     """
 
-    states = Think
+    states: ClassVar[type[State] | None] = Think
 
     name = "think"
     #: The markers that open and close the reasoning block.

@@ -141,7 +141,10 @@ class SolarOpenThinkParser(ThinkParser):
     open_marker = _THINK
     close_marker = _END
     special_markers: ClassVar[tuple[str, ...]] = (_THINK, _END)
-    openers: ClassVar[tuple[tuple[str, State], ...]] = ((_THINK, Think.REASONING), (_HEADER, Think.START))
+    openers: ClassVar[tuple[tuple[str, State], ...]] = (
+        (_THINK, Think.REASONING),
+        (_HEADER, Think.START),
+    )
     after_openers: ClassVar[tuple[tuple[str, State], ...]] = ((_HEADER, Think.INNER),)
 
 

@@ -59,9 +59,7 @@ def build_steps(cls: type) -> dict[State, Callable[[Any], bool]]:
             steps[member] = step
     if not steps:
         raise TypeError(f"{cls.__name__} declares no states")
-    stray = sorted(
-        name for name in dir(cls) if name.startswith(STEP_PREFIX) and name not in names
-    )
+    stray = sorted(name for name in dir(cls) if name.startswith(STEP_PREFIX) and name not in names)
     if stray:
         raise TypeError(f"{cls.__name__}: step methods without a state: {', '.join(stray)}")
     return steps
@@ -86,7 +84,9 @@ class StateMachine:
         cls.step_table = build_steps(cls)
         for state in cls.configured_states():
             if state not in cls.step_table:
-                raise TypeError(f"{cls.__name__} is configured with {state!r}, not one of its states")
+                raise TypeError(
+                    f"{cls.__name__} is configured with {state!r}, not one of its states"
+                )
 
     @classmethod
     def configured_states(cls) -> Iterable[Any]:
