@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import WS, register_reasoning_parser, register_tool_parser
 from .blocks import Block, BlockParser
@@ -45,7 +45,9 @@ class AprielParser(BlockParser):
     }
     end = "</tool_calls>"
 
-    _ws = ""  # held trailing whitespace of the text
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ws = ""  # held trailing whitespace of the text
 
     def _s_text(self) -> bool:
         end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)

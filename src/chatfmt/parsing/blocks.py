@@ -141,21 +141,20 @@ class BlockParser(StateMachine, FormatParser):
     #: The marker that ends a code-interpreter call (state ``code``, see :meth:`_s_code`).
     code_end: ClassVar[str] = ""
 
-    #: Arguments of the open call being streamed as one raw JSON value (see :meth:`feed_raw_args`).
-    raw: RawArgs | None = None
-    #: Code of the open code-interpreter call (state ``code``).
-    code: CodeBody | None = None
-    #: Text gathered by :meth:`_gather` (a name, a key, a value) and not yet decided.
-    _parts: list[str]
-    #: The closing marker :meth:`_gather` stopped at last.
-    _last: str = ""
-
     @classmethod
     def configured_states(cls) -> Iterable[Any]:
         return cls.starts.values()
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
+        #: Arguments of the open call being streamed as one raw JSON value (see :meth:`feed_raw_args`).
+        self.raw: RawArgs | None = None
+        #: Code of the open code-interpreter call (state ``CODE``).
+        self.code: CodeBody | None = None
+        #: Text gathered by :meth:`_gather` (a name, a key, a value) and not yet decided.
+        self._parts: list[str] = []
+        #: The closing marker :meth:`_gather` stopped at last.
+        self._last = ""
         self.state = Block.TEXT
         self.text_markers = marker_set(tuple(self.starts), frozenset(self.special_markers))
         self.cur_end: str | None = self.end

@@ -50,14 +50,13 @@ class ChatGLM3Parser(BlockParser):
     #: How a tool segment's arguments are written.
     kwargs_form = True
 
-    code: CodeBody | None = None
-    raw: RawArgs | None = None
-    kwargs: KwargsCall | None = None
-    _meta = ""
-    _lstrip = False
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.kwargs: KwargsCall | None = None
+        self._meta = ""
+        self._lstrip = False
+        self._name = ""
+        self._index = 0
         self.state = _ChatGLM.META
 
     def _s_meta(self) -> bool:
@@ -82,8 +81,6 @@ class ChatGLM3Parser(BlockParser):
             return True
         self.state = Block.TEXT  # no metadata line: plain text
         return True
-
-    _name = ""
 
     def _s_text(self) -> bool:
         if self._lstrip:
@@ -117,8 +114,6 @@ class ChatGLM3Parser(BlockParser):
         self.out.content(self._meta)  # not a call: the line was text
         self.state = Block.TEXT
         return True
-
-    _index = 0
 
     def _s_fence(self) -> bool:
         nl = self.buf.find("\n", self.pos)
@@ -252,9 +247,12 @@ class GLM45Parser(BlockParser):
     value_open: ClassVar[str] = _V
     value_close: ClassVar[str] = _V_END
 
-    _index = 0
-    _first = True
-    _key = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._index = 0
+        self._first = True
+        self._key = ""
+        self._name = ""
 
     @property
     def _call_close(self) -> str:
@@ -262,7 +260,7 @@ class GLM45Parser(BlockParser):
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
-        self._parts: list[str] = []
+        self._parts = []
 
     def _schema_type(self, key: str) -> Any:
         schema = self.out.tool_schema(self._name)
@@ -271,8 +269,6 @@ class GLM45Parser(BlockParser):
             if isinstance(prop, dict):
                 return prop.get("type")
         return None
-
-    _name = ""
 
     def _s_name(self) -> bool:
         if not self.skip_ws():

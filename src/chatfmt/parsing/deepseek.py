@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import register_tool_parser
 from .blocks import Block, BlockParser, RawArgs
@@ -42,7 +42,9 @@ class DeepSeekV3Parser(BlockParser):
     starts: ClassVar[Mapping[str, State]] = {CALLS_BEGIN: _DS.DS_GAP, CALL_BEGIN: _DS.DS_HEAD}
     end = CALL_END
 
-    _head = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head = ""
 
     def _s_ds_gap(self) -> bool:
         if not self.skip_ws():

@@ -69,7 +69,10 @@ class FunctionTagCalls(BlockParser):
 
     #: The marker that ends a ``python`` code call (None: the end of output).
     python_end: ClassVar[str | None] = None
-    code_args: CodeArgs | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.code_args: CodeArgs | None = None
 
     def _s_fn_head(self) -> bool:
         close = self.buf.find(">", self.pos, self.pos + _MAX_NAME + 1)

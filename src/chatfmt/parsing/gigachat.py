@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import register_tool_parser
 from .blocks import Block, BlockParser
@@ -44,7 +44,9 @@ class GigaChat3Parser(BlockParser):
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
 
-    _sep_ws = ""  # whitespace after the last <|message_sep|>
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sep_ws = ""  # whitespace after the last <|message_sep|>
 
     def enter(self, marker: str) -> None:
         super().enter(marker)

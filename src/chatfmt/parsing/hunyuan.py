@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import register_reasoning_parser, register_tool_parser
 from .blocks import Block, BlockParser
@@ -72,14 +72,16 @@ class HunyuanParser(BlockParser):
         _CALLS_END: Block.TEXT,
     }
 
-    _members: JsonMembers | None = None
-    _name = ""
-    _key = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._members: JsonMembers | None = None
+        self._name = ""
+        self._key = ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = _CALL_END
-        self._parts: list[str] = []
+        self._parts = []
 
     def _s_calls(self) -> bool:
         if not self.skip_ws():

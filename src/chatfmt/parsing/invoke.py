@@ -88,15 +88,13 @@ class InvokeParser(BlockParser):
     param_open: ClassVar[str] = "<parameter"
     param_close: ClassVar[str] = "</parameter>"
 
-    _name = ""
-    _index = 0
-    _key = ""
-    _raw = ""  # the open parameter's tag text, for a broken call's raw arguments
-    _members: JsonMembers | None = None
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._parts: list[str] = []
+        self._name = ""
+        self._index = 0
+        self._key = ""
+        self._raw = ""  # the open parameter's tag text, for a broken call's raw arguments
+        self._members: JsonMembers | None = None
         self._attrs: Mapping[str, str] = {}
         self._junk_ends: tuple[str, ...] = ()
 
@@ -410,7 +408,9 @@ class MiniMaxM3Parser(InvokeParser):
     invoke_close = MM3_NS + "</invoke>"
     param_open = MM3_NS + "<"
 
-    _depth = 0
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._depth = 0
 
     def _s_param_head(self) -> bool:
         got = self.read_header()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import register_tool_parser
 from .blocks import Block, CodeBody, JsonCall
@@ -50,8 +50,11 @@ class Llama3JsonParser(FunctionTagCalls):
     ends: ClassVar[Mapping[str, str | None]] = {_TAG: _EOM}
 
     code_end = _EOM
-    kwargs: KwargsCall | None = None
-    _tagged = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kwargs: KwargsCall | None = None
+        self._tagged = False
 
     def enter(self, marker: str) -> None:
         super().enter(marker)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from .base import register_tool_parser
 from .blocks import Block, BlockParser
@@ -50,14 +50,16 @@ class MiniCPM5Parser(BlockParser):
     name = "minicpm5"
     starts: ClassVar[Mapping[str, State]] = {_FN: _MiniCPM.NAME}
 
-    _members: JsonMembers | None = None
-    _name = ""
-    _key = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._members: JsonMembers | None = None
+        self._name = ""
+        self._key = ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = _FN_END
-        self._parts: list[str] = []
+        self._parts = []
 
     def _s_name(self) -> bool:
         text = self._gather(_ATTR_END, special=False)
