@@ -28,7 +28,7 @@ from .blocks import Block, BlockParser
 from .reasoning import Think, ThinkParser
 from .special import SpecialTokens
 from .states import State
-from .xml_values import KeywordArgs, parameter_schema, typed_value
+from .xml_values import ArgPart, KeywordArgs, parameter_schema, typed_value
 
 QUOTE = '<|"|>'
 CALL_START, CALL_END = "<|tool_call>", "<tool_call|>"
@@ -164,7 +164,7 @@ class Gemma4Args(KeywordArgs):
         n = len(text)
         raw = self._raw
         while pos < n and self.status is None:
-            if self._state == "key":
+            if self._state is ArgPart.KEY:
                 c = text[pos]
                 if c in WS or c == ",":
                     j = max(_ws(text, pos), pos + 1)
@@ -210,7 +210,7 @@ class Gemma4Args(KeywordArgs):
                 raw.append(text[pos : colon + 1])
                 self._key_len = sum(map(len, raw))
                 pos = colon + 1
-                self._state = "value"
+                self._state = ArgPart.VALUE
                 continue
             # value
             if self._string:
@@ -251,7 +251,7 @@ class Gemma4Args(KeywordArgs):
             elif c in ",}" and self._depth == 0:
                 value_text = "".join(raw)[self._key_len :]
                 self._finish_value(value_text)
-                self._state = "key"
+                self._state = ArgPart.KEY
                 continue  # the key state consumes the "," or "}"
             raw.append(c)
             pos += 1

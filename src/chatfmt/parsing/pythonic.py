@@ -34,7 +34,7 @@ from .blocks import Block, BlockParser
 from .literals import NotLiteral, python_literal
 from .special import SpecialTokens
 from .states import State
-from .xml_values import KeywordArgs
+from .xml_values import ArgPart, KeywordArgs
 
 #: How far the scanner looks ahead to decide a ``[``, a key or a quote (then it decides anyway).
 LOOKAHEAD = 256
@@ -220,7 +220,7 @@ class PythonicArgs(KeywordArgs):
         n = len(text)
         raw = self._raw
         while pos < n and self.status is None:
-            if self._state == "key":
+            if self._state is ArgPart.KEY:
                 j = _skip_ws(text, pos)
                 if j > pos:
                     raw.append(text[pos:j])
@@ -245,12 +245,12 @@ class PythonicArgs(KeywordArgs):
                     self._key = m.group(1)
                     raw.append(text[pos : m.end()])
                     pos = m.end()
-                    self._state = "value"
+                    self._state = ArgPart.VALUE
                     continue
                 if not final and n - pos < LOOKAHEAD and _KEY_PREFIX.fullmatch(text, pos):
                     break  # maybe a key: wait
                 self._key = None  # a positional argument
-                self._state = "value"
+                self._state = ArgPart.VALUE
                 continue
             if self._quote:
                 at = self._string(text, pos, final)
@@ -269,7 +269,7 @@ class PythonicArgs(KeywordArgs):
                 continue
             if self._depth <= 0 and c in ",)":
                 self._finish_value()
-                self._state = "key"
+                self._state = ArgPart.KEY
                 if c == ")":
                     pos += 1
                     self._end()
