@@ -32,9 +32,9 @@ class _Apertus(State):
 class ApertusParser(BlockParser):
     """A JSON list of ``{"name": {arguments}}`` objects between the tools markers.
 
-    States beyond :class:`BlockParser`'s: ``key`` (the quoted name and ``:``, held
-    until complete, at most :data:`_MAX_NAME` characters), ``args`` (the value,
-    streamed raw), ``obj_end`` (the object's ``}``).
+    States beyond :class:`BlockParser`'s: ``KEY`` (the quoted name and ``:``, held
+    until complete, at most :data:`_MAX_NAME` characters), ``ARGS`` (the value,
+    streamed raw), ``OBJ_END`` (the object's ``}``).
     """
 
     states = _Apertus

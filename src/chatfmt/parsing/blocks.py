@@ -138,7 +138,7 @@ class BlockParser(StateMachine, FormatParser):
     args_keys: ClassVar[tuple[str, ...]] = ("arguments", "parameters")
     #: Stop the block after one call object (no lists or separators).
     single: ClassVar[bool] = False
-    #: The marker that ends a code-interpreter call (state ``code``, see :meth:`_s_code`).
+    #: The marker that ends a code-interpreter call (state ``CODE``, see :meth:`_s_code`).
     code_end: ClassVar[str] = ""
 
     @classmethod

@@ -62,7 +62,7 @@ class FunctionTag(State):
 
 class FunctionTagCalls(BlockParser):
     """States for ``<function=NAME>{…}</function>``: a subclass maps :data:`FUNC_OPEN` to
-    :attr:`FunctionTag.FN_HEAD` in its ``starts``. Also the ``python`` code call (``py_code`` after
+    :attr:`FunctionTag.FN_HEAD` in its ``starts``. Also the ``python`` code call (``PY_CODE`` after
     :meth:`start_python`), which ends at :attr:`python_end` or the end of output."""
 
     states: ClassVar[type[State] | None] = FunctionTag

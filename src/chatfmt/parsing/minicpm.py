@@ -38,9 +38,8 @@ class _MiniCPM(State):
 
 
 class MiniCPM5Parser(BlockParser):
-    """States beyond :class:`BlockParser`'s: ``name`` and ``key`` (the quoted attribute, held
-    until ``">``, at most :data:`_MAX_HEAD` characters), ``params``, ``value_head`` (CDATA or
-    not), ``value`` / ``cdata`` (collected to ``</param>`` / ``]]>``), ``cdata_end``.
+    """States beyond :class:`BlockParser`'s: :class:`_MiniCPM` (``NAME`` and ``KEY``, the
+    quoted attribute, are held until ``">``, at most :data:`_MAX_HEAD` characters).
 
     A call that breaks is flagged with its raw text up to ``</function>``.
     """
