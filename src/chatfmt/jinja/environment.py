@@ -21,7 +21,6 @@ import datetime as _dt
 import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -94,16 +93,6 @@ _STATE: contextvars.ContextVar[RenderState | None] = contextvars.ContextVar(
 
 def _state() -> RenderState | None:
     return _STATE.get()
-
-
-@contextmanager
-def render_state(state: RenderState) -> Iterator[RenderState]:
-    """Activate ``state`` for renders in this context."""
-    token = _STATE.set(state)
-    try:
-        yield state
-    finally:
-        _STATE.reset(token)
 
 
 # --------------------------------------------------------------------------- globals and filters
@@ -343,19 +332,22 @@ output_limit: int | None = None
 def run(template: jinja2.Template, state: RenderState, variables: Mapping[str, Any]) -> str:
     """Render with ``state`` active; returns the output or raises the template's own error."""
     limit = output_limit
-    size = 0
-    with render_state(state):
+    token = _STATE.set(state)
+    try:
         if limit is None:
             # render in one go, as Jinja's ``render`` does, without its traceback rewriting
             # (an error keeps its own frames, where the message being rendered is found)
             return "".join(template.root_render_func(template.new_context(dict(variables))))
         blocks = []
+        size = 0
         for block in template.generate(**variables):
             blocks.append(block)
             size += len(block)
             if size > limit:
                 raise OutputLimitError(limit)
         return "".join(blocks)
+    finally:
+        _STATE.reset(token)
 
 
 class OutputLimitError(TemplateRenderError):

@@ -90,7 +90,11 @@ def plain(value: Any) -> Any:
 
 @dataclass
 class Prepared:
-    """Validated conversation plus the caller's raw (plain) messages and tools."""
+    """Validated conversation plus the caller's raw messages and tools.
+
+    ``raw`` holds private plain copies, except ``{"role": str, "content": str}`` dicts, which
+    are the caller's own (renders never change them, see :func:`build_view`).
+    """
 
     conv: Conversation
     raw: list[dict[str, Any]]
@@ -113,6 +117,16 @@ def _raw_message(obj: Any, index: int) -> dict[str, Any]:
     )
 
 
+def _is_simple(m: Any) -> bool:
+    """A ``{"role": str, "content": str}`` dict: used as it is (templates cannot change it)."""
+    return (
+        type(m) is dict
+        and len(m) == 2
+        and type(m.get("content")) is str
+        and type(m.get("role")) is str
+    )
+
+
 def prepare(
     messages: Any, tools: Sequence[Any] | None, *, require_tool_calls: bool = True
 ) -> Prepared:
@@ -126,7 +140,9 @@ def prepare(
         return Prepared(conv, raw, raw_tools)
     if isinstance(messages, (bytes, Mapping)) or not isinstance(messages, Iterable):
         raise ValidationError("messages must be a list of message objects", field="messages")
-    raw = [_raw_message(m, i) for i, m in enumerate(messages)]
+    raw = [m if _is_simple(m) else _raw_message(m, i) for i, m in enumerate(messages)]
+    if len({id(m) for m in raw}) < len(raw):  # one dict given twice: each needs its own identity
+        raw = [plain(m) for m in raw]
     checked = []
     custom: dict[int, str] = {}
     for i, m in enumerate(raw):
@@ -280,14 +296,17 @@ def build_view(
 ) -> View:
     """The messages and tools one render gets (sentinel-marked when ``table`` is given).
 
-    Each message dict is a new copy; nested values the view does not change are shared
-    with ``prep`` (private copies already, see :func:`prepare`), as are the caller's
-    tool-call arguments in a real render: a template cannot change any of them (the
-    sandbox refuses to mutate the caller's containers).
+    Each message dict the view changes is a new copy; everything else is shared with
+    ``prep`` (see :func:`prepare`), as are the caller's tool-call arguments in a real
+    render: a template cannot change any of them (the sandbox refuses to mutate the
+    caller's containers).
     """
     items: list[tuple[int, dict[str, Any]]] = []
     for msg, raw in zip(prep.conv.messages, prep.raw):
         i = msg.index
+        if table is None and _is_simple(raw):
+            items.append((i, raw))  # nothing to change: the message as it is
+            continue
         m = dict(raw)
         content = m.get("content")
         if isinstance(content, str):

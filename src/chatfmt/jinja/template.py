@@ -258,7 +258,7 @@ class JinjaTemplate(Template):
     def _variables(
         self, opts: Mapping[str, Any], view: View, add_gen: bool, dialect: Dialect
     ) -> dict[str, Any]:
-        out = {**self.variables, **plain(dict(opts))}
+        out = {**self.variables, **plain(dict(opts))} if opts else dict(self.variables)
         out.update(messages=view.messages, documents=None, add_generation_prompt=add_gen)
         if view.tools is not None or not dialect.tools_undefined:
             out["tools"] = view.tools
