@@ -90,7 +90,7 @@ def _reader_class() -> type:
 
     dtypes: dict[tuple[Any, str], np.dtype[Any]] = {}
 
-    class Reader(GGUFReader):  # type: ignore[misc]
+    class Reader(GGUFReader):
         """``GGUFReader`` reading through a plain array view of its memory map.
 
         The reader slices its ``data`` once per value (twice per string: a tokenizer has
