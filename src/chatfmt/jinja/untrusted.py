@@ -91,8 +91,9 @@ def _parse_task(
 
     del max_output  # parsing writes no template output
     tpl = from_source(JinjaSource(source, dict(variables), "template from a request"))
-    kwargs = {"parser": parser} if parser else {}
-    return message_view(parse(output, tpl, tools=tools, truncated=truncated, **kwargs, **options))
+    return message_view(
+        parse(output, tpl, tools=tools, truncated=truncated, parser=parser, **options)
+    )
 
 
 def message_view(msg: Any) -> dict[str, Any]:
