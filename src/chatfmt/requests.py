@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
@@ -50,7 +50,7 @@ def parse_now(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime | None:
 
 def _frozen_options(options: Any, keywords: frozenset[str], what: str) -> Mapping[str, Any]:
     """``options`` as a read-only copy; a name that is one of the request's fields is refused."""
-    if options is _EMPTY or (isinstance(options, Mapping) and not options):
+    if not options and (options is _EMPTY or isinstance(options, Mapping)):
         return _EMPTY
     if not isinstance(options, Mapping):
         raise ValidationError(
@@ -83,6 +83,9 @@ class _KeywordRequest:
     __slots__ = ()
     #: Field names a call's keywords may set (every other keyword is a template option).
     KEYWORDS: ClassVar[frozenset[str]] = frozenset()
+    #: Fields that must be a bool, and the other fields :meth:`_check` validates.
+    _FLAGS: ClassVar[tuple[str, ...]] = ()
+    _CHECKED: ClassVar[frozenset[str]] = frozenset()
     options: Mapping[str, Any]
 
     @classmethod
@@ -96,32 +99,47 @@ class _KeywordRequest:
             base = _DEFAULTS.get(cls) or _DEFAULTS.setdefault(cls, cls())
         if not kwargs:
             return base
-        fields: dict[str, Any] = {}
-        options: dict[str, Any] = {}
-        for name, value in kwargs.items():
-            if name in cls.KEYWORDS:
-                fields[name] = value
-            else:
-                options[name] = value
-        if options:
-            fields["options"] = {**base.options, **options} if base.options else options
-        return dataclasses.replace(base, **fields)  # type: ignore[type-var]
+        # Built on the instance dict, not through __init__: this runs on every call with
+        # keywords, so the common case (only field names) is two dict updates and a check.
+        new = object.__new__(cls)
+        fields = new.__dict__
+        fields.update(base.__dict__)
+        size = len(fields)
+        options = base.options
+        fields.update(kwargs)
+        if len(fields) != size or "options" in kwargs:  # template options among the keywords
+            keywords = cls.KEYWORDS
+            extra = {name: value for name, value in kwargs.items() if name not in keywords}
+            for name in extra:
+                del fields[name]
+            fields["options"] = MappingProxyType({**options, **extra} if options else extra)
+        for name in cls._FLAGS:  # inline: the common keywords need no function call
+            if type(fields[name]) is not bool:
+                new._check((name,))
+        if not cls._CHECKED.isdisjoint(kwargs):
+            new._check([name for name in kwargs if name in cls._CHECKED])
+        return new
 
     def _trusted(self: _R, **changes: Any) -> _R:
         """A copy with ``changes`` that are known valid (no checks: for hot internal paths)."""
         new = object.__new__(type(self))
-        name: str
-        for name in self.__slots__:
-            object.__setattr__(new, name, changes.get(name, getattr(self, name)))
+        fields = new.__dict__
+        fields.update(self.__dict__)
+        fields.update(changes)
         return new
 
+    def __post_init__(self) -> None:
+        self._check(tuple(self.__dict__))
 
-_RENDER_KEYWORDS = frozenset(
-    ("tools", "add_generation_prompt", "continue_final_message", "sequence_start", "now")
-)
+    def _check(self, names: Iterable[str]) -> None:
+        """Validate the fields among ``names`` (``options`` is replaced by a read-only copy)."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+_RENDER_FLAGS = ("add_generation_prompt", "continue_final_message", "sequence_start")
+_RENDER_KEYWORDS = frozenset(("tools", *_RENDER_FLAGS, "now"))
+
+
+@dataclasses.dataclass(frozen=True)
 class RenderRequest(_KeywordRequest):
     """Everything a render needs besides the messages (frozen; build it once, reuse it).
 
@@ -138,6 +156,8 @@ class RenderRequest(_KeywordRequest):
     """
 
     KEYWORDS: ClassVar[frozenset[str]] = _RENDER_KEYWORDS
+    _FLAGS: ClassVar[tuple[str, ...]] = _RENDER_FLAGS
+    _CHECKED: ClassVar[frozenset[str]] = frozenset(("now",))
 
     tools: Sequence[Any] | None = None
     add_generation_prompt: bool = True
@@ -146,19 +166,20 @@ class RenderRequest(_KeywordRequest):
     now: _dt.date | _dt.datetime | str | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY)
 
-    def __post_init__(self) -> None:
-        for name in ("add_generation_prompt", "continue_final_message", "sequence_start"):
+    def _check(self, names: Iterable[str]) -> None:
+        for name in names:
             value = getattr(self, name)
-            if type(value) is not bool:
+            if name == "options":
+                frozen = _frozen_options(value, _RENDER_KEYWORDS, "render")
+                object.__setattr__(self, "options", frozen)
+            elif name == "now":
+                if value is not None:
+                    parse_now(value)
+            elif name in _RENDER_FLAGS and type(value) is not bool:
                 raise ValidationError(
                     f"{name} must be True or False, got {type(value).__name__} {value!r}",
                     field=name,
                 )
-        if self.now is not None:
-            parse_now(self.now)
-        object.__setattr__(
-            self, "options", _frozen_options(self.options, _RENDER_KEYWORDS, "render")
-        )
 
     def __reduce__(self) -> tuple[Any, ...]:  # the read-only options view does not pickle
         return (
@@ -199,7 +220,7 @@ _PARSE_KEYWORDS = frozenset(
 )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True)
 class ParseRequest(_KeywordRequest):
     """The parser options of :func:`chatfmt.parse` and :class:`chatfmt.StreamParser` (frozen).
 
@@ -214,6 +235,9 @@ class ParseRequest(_KeywordRequest):
     """
 
     KEYWORDS: ClassVar[frozenset[str]] = _PARSE_KEYWORDS
+    _CHECKED: ClassVar[frozenset[str]] = frozenset(
+        ("parser", "reasoning_parser", "thinking_prefilled", "id_factory")
+    )
 
     tools: Sequence[Any] | None = None
     parser: str | None = None
@@ -224,24 +248,28 @@ class ParseRequest(_KeywordRequest):
     id_factory: Callable[[int], str] | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY)
 
-    def __post_init__(self) -> None:
-        for name in ("parser", "reasoning_parser"):
+    def _check(self, names: Iterable[str]) -> None:
+        for name in names:
             value = getattr(self, name)
-            if value is not None and not isinstance(value, (str, FromTemplate)):
-                raise ParseError(f"{name} must be a parser name, got {type(value).__name__}")
-        if self.id_factory is not None and not callable(self.id_factory):
-            raise ParseError(
-                f"id_factory must be a callable (index -> id), got {type(self.id_factory).__name__}"
-            )
-        if self.thinking_prefilled is not None and type(self.thinking_prefilled) is not bool:
-            raise ParseError(
-                f"thinking_prefilled must be True, False or None, got {self.thinking_prefilled!r}"
-            )
-        try:
-            options = _frozen_options(self.options, _PARSE_KEYWORDS, "parse")
-        except ValidationError as exc:
-            raise ParseError(str(exc)) from None
-        object.__setattr__(self, "options", options)
+            if name in ("parser", "reasoning_parser"):
+                if value is not None and not isinstance(value, (str, FromTemplate)):
+                    raise ParseError(f"{name} must be a parser name, got {type(value).__name__}")
+            elif name == "id_factory":
+                if value is not None and not callable(value):
+                    raise ParseError(
+                        f"id_factory must be a callable (index -> id), got {type(value).__name__}"
+                    )
+            elif name == "thinking_prefilled":
+                if value is not None and type(value) is not bool:
+                    raise ParseError(
+                        f"thinking_prefilled must be True, False or None, got {value!r}"
+                    )
+            elif name == "options":
+                try:
+                    frozen = _frozen_options(value, _PARSE_KEYWORDS, "parse")
+                except ValidationError as exc:
+                    raise ParseError(str(exc)) from None
+                object.__setattr__(self, "options", frozen)
 
     def __reduce__(self) -> tuple[Any, ...]:  # the read-only options view does not pickle
         values = [getattr(self, f.name) for f in dataclasses.fields(self)]
