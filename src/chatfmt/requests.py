@@ -75,6 +75,9 @@ def _frozen_options(options: Any, keywords: frozenset[str], what: str) -> Mappin
 
 #: The default request of each class (made once).
 _DEFAULTS: dict[type, Any] = {}
+#: Requests made from keywords alone, by the keyword names and the ids of their values.
+_REMEMBERED: dict[tuple[Any, ...], Any] = {}
+_REMEMBERED_LIMIT = 256
 
 
 class _KeywordRequest:
@@ -95,10 +98,18 @@ class _KeywordRequest:
         A keyword naming a field sets it; any other keyword is a template option, added
         to ``base``'s options (a keyword wins over an option of the same name).
         """
-        if base is None:
-            base = _DEFAULTS.get(cls) or _DEFAULTS.setdefault(cls, cls())
         if not kwargs:
-            return base
+            return base if base is not None else cls._default()
+        if base is None:
+            # The same keywords with the same objects give the same request: remembered by
+            # the objects' ids, which stay valid because the request holds every value.
+            key = (cls, *kwargs, *map(id, kwargs.values()))
+            hit = _REMEMBERED.get(key)
+            if hit is None:
+                if len(_REMEMBERED) >= _REMEMBERED_LIMIT:
+                    _REMEMBERED.clear()
+                hit = _REMEMBERED[key] = cls.from_kwargs(kwargs, cls._default())
+            return hit
         # Built on the instance dict, not through __init__: this runs on every call with
         # keywords, so the common case (only field names) is two dict updates and a check.
         new = object.__new__(cls)
@@ -119,6 +130,13 @@ class _KeywordRequest:
         if not cls._CHECKED.isdisjoint(kwargs):
             new._check([name for name in kwargs if name in cls._CHECKED])
         return new
+
+    @classmethod
+    def _default(cls: type[_R]) -> _R:
+        found = _DEFAULTS.get(cls)
+        if found is None:
+            found = _DEFAULTS[cls] = cls()
+        return found
 
     def _trusted(self: _R, **changes: Any) -> _R:
         """A copy with ``changes`` that are known valid (no checks: for hot internal paths)."""
