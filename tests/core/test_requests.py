@@ -148,6 +148,7 @@ def test_render_signatures_are_not_copied() -> None:
     """The render keywords are the request's fields, not parameters of each render path."""
     from chatfmt.integrations.transformers import apply_chat_template
     from chatfmt.jinja.recognized import RecognizedTemplate
+    from chatfmt.jinja.untrusted import TemplateSandbox
     from chatfmt.tokens.encode import encode, encode_batch
 
     paths = [
@@ -159,6 +160,8 @@ def test_render_signatures_are_not_copied() -> None:
         RecognizedTemplate._render,
         encode,
         encode_batch,
+        TemplateSandbox.render,
+        TemplateSandbox.segments,
     ]
     for path in paths:
         copied = RenderRequest.KEYWORDS & set(inspect.signature(path).parameters)
