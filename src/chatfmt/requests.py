@@ -73,8 +73,6 @@ def _frozen_options(options: Any, keywords: frozenset[str], what: str) -> Mappin
     return MappingProxyType(dict(options))
 
 
-#: The default request of each class (made once).
-_DEFAULTS: dict[type, Any] = {}
 #: Requests made from keywords alone, by the keyword names and the ids of their values.
 _REMEMBERED: dict[tuple[Any, ...], Any] = {}
 _REMEMBERED_LIMIT = 256
@@ -89,6 +87,8 @@ class _KeywordRequest:
     #: Fields that must be a bool, and the other fields :meth:`_check` validates.
     _FLAGS: ClassVar[tuple[str, ...]] = ()
     _CHECKED: ClassVar[frozenset[str]] = frozenset()
+    #: The request with every field at its default (set once the class exists).
+    _DEFAULT: ClassVar[Any]
     options: Mapping[str, Any]
 
     @classmethod
@@ -99,7 +99,7 @@ class _KeywordRequest:
         to ``base``'s options (a keyword wins over an option of the same name).
         """
         if not kwargs:
-            return base if base is not None else cls._default()
+            return base if base is not None else cls._DEFAULT
         if base is None:
             # The same keywords with the same objects give the same request: remembered by
             # the objects' ids, which stay valid because the request holds every value.
@@ -108,7 +108,7 @@ class _KeywordRequest:
             if hit is None:
                 if len(_REMEMBERED) >= _REMEMBERED_LIMIT:
                     _REMEMBERED.clear()
-                hit = _REMEMBERED[key] = cls.from_kwargs(kwargs, cls._default())
+                hit = _REMEMBERED[key] = cls.from_kwargs(kwargs, cls._DEFAULT)
             return hit
         # Built on the instance dict, not through __init__: this runs on every call with
         # keywords, so the common case (only field names) is two dict updates and a check.
@@ -130,13 +130,6 @@ class _KeywordRequest:
         if not cls._CHECKED.isdisjoint(kwargs):
             new._check([name for name in kwargs if name in cls._CHECKED])
         return new
-
-    @classmethod
-    def _default(cls: type[_R]) -> _R:
-        found = _DEFAULTS.get(cls)
-        if found is None:
-            found = _DEFAULTS[cls] = cls()
-        return found
 
     def _trusted(self: _R, **changes: Any) -> _R:
         """A copy with ``changes`` that are known valid (no checks: for hot internal paths)."""
@@ -214,7 +207,7 @@ class RenderRequest(_KeywordRequest):
 
 
 #: The request of a call without keywords (a generation prompt, from the sequence start).
-DEFAULT_RENDER = RenderRequest()
+DEFAULT_RENDER = RenderRequest._DEFAULT = RenderRequest()
 #: The default of :func:`chatfmt.encode` (training data: no generation prompt).
 DEFAULT_ENCODE = RenderRequest(add_generation_prompt=False)
 
@@ -293,3 +286,6 @@ class ParseRequest(_KeywordRequest):
         values = [getattr(self, f.name) for f in dataclasses.fields(self)]
         values[-1] = dict(self.options)
         return (ParseRequest, tuple(values))
+
+
+ParseRequest._DEFAULT = ParseRequest()
