@@ -77,6 +77,32 @@ def test_keywords_and_request_render_the_same(
     assert "".join(s.text for s in segments) == text
 
 
+def test_encode_takes_the_request() -> None:
+    pytest.importorskip("tokenizers")
+    from chatfmt.tokens import encode, encode_batch, load_tokenizer
+
+    path = SHARED / "tokenizers" / "qwen3"
+    if not path.is_dir():
+        pytest.skip("reference tokenizer not found")
+    tok = load_tokenizer(path)
+    kw: dict[str, Any] = {"tools": [WEATHER_TOOL], "enable_thinking": False}
+    by_keywords = encode(MESSAGES, "qwen3", tok, **kw)
+    request = RenderRequest(
+        tools=[WEATHER_TOOL], add_generation_prompt=False, options={"enable_thinking": False}
+    )
+    by_request = encode(MESSAGES, "qwen3", tok, request=request)
+    assert by_request.input_ids == by_keywords.input_ids
+    assert by_request.labels == by_keywords.labels
+    # a batch item's own tools replace the request's
+    (item,) = encode_batch(
+        [{"messages": MESSAGES, "tools": [WEATHER_TOOL]}],
+        "qwen3",
+        tok,
+        request=RenderRequest(add_generation_prompt=False, options={"enable_thinking": False}),
+    )
+    assert not isinstance(item, Exception) and item.input_ids == by_keywords.input_ids
+
+
 def test_jinja_backend_takes_the_request() -> None:
     tpl = JinjaTemplate(DATED)
     request = RenderRequest(now=dt.date(2024, 5, 6), options={"flag": "!"})
