@@ -103,7 +103,9 @@ def test_readme_fits_its_budget() -> None:
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes (budget {README_MAX_BYTES})"
 
 
-@pytest.mark.parametrize("block", python_blocks(README) + [b for p in PAGES for b in python_blocks(p)], ids=_where)
+@pytest.mark.parametrize(
+    "block", python_blocks(README) + [b for p in PAGES for b in python_blocks(p)], ids=_where
+)
 def test_python_blocks_are_python(block: Block) -> None:
     """A ```python fence holds code that compiles; prompts and output use ```pycon / ```text."""
     ast.parse(block.code, filename=block.where)
@@ -137,7 +139,10 @@ def _require_embedded_model() -> None:
 
 
 def _env(base_url: str | None) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
     env.pop(BASE_URL_VAR, None)
     if base_url is not None:
         env[BASE_URL_VAR] = base_url
@@ -150,7 +155,16 @@ def quickstart_server() -> Iterator[str]:
     _require_embedded_model()
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "chatfmt.cli", "serve", "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "chatfmt.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         env=_env(None),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -204,12 +218,16 @@ def _run(blocks: list[Block], folder: Path, request: pytest.FixtureRequest) -> N
         text=True,
         timeout=RUN_TIMEOUT,
     )
-    assert done.returncode == 0, f"{blocks[0].where} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert done.returncode == 0, (
+        f"{blocks[0].where} failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", python_blocks(README), ids=_where)
-def test_readme_block_runs_alone(block: Block, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_readme_block_runs_alone(
+    block: Block, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     _require_embedded_model()
     _run([block], tmp_path / "empty", request)
 
@@ -218,6 +236,8 @@ def test_readme_block_runs_alone(block: Block, tmp_path: Path, request: pytest.F
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if python_blocks(p)], ids=lambda p: f"docs/{p.name}"
 )
-def test_docs_page_blocks_run_in_order(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_docs_page_blocks_run_in_order(
+    page: Path, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     _require_embedded_model()
     _run(python_blocks(page), tmp_path / "empty", request)
