@@ -88,6 +88,9 @@ def _where(block: Block) -> str:
     return block.where
 
 
+ALL_PYTHON = python_blocks(README) + [b for p in PAGES for b in python_blocks(p)]
+
+
 # ------------------------------------------------------------------ fast checks
 def test_fence_parser_reads_languages_bodies_and_lines(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
@@ -103,12 +106,17 @@ def test_readme_fits_its_budget() -> None:
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes (budget {README_MAX_BYTES})"
 
 
-@pytest.mark.parametrize(
-    "block", python_blocks(README) + [b for p in PAGES for b in python_blocks(p)], ids=_where
-)
+@pytest.mark.parametrize("block", ALL_PYTHON, ids=_where)
 def test_python_blocks_are_python(block: Block) -> None:
     """A ```python fence holds code that compiles; prompts and output use ```pycon / ```text."""
     ast.parse(block.code, filename=block.where)
+
+
+def test_server_blocks_read_the_base_url() -> None:
+    """Blocks that talk to the quick-start server take its URL from CHATFMT_BASE_URL."""
+    server_blocks = [b for b in ALL_PYTHON if ":8000" in b.code or BASE_URL_VAR in b.code]
+    assert any(b.path == README for b in server_blocks), "the README's serve step is missing"
+    assert [b.where for b in server_blocks if BASE_URL_VAR not in b.code] == []
 
 
 def test_readme_set_up_commands_are_the_ci_commands() -> None:
