@@ -55,8 +55,9 @@ def test_miss_lists_close_names_and_never_falls_back() -> None:
         chatfmt.get_template("chatmll")
     assert "chatml" in info.value.suggestions
     assert "chatml" in str(info.value)
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError, match="no chat template matches") as info:
         chatfmt.get_template("acme/totally-unknown-model-xyz")
+    assert info.value.query == "acme/totally-unknown-model-xyz"
 
 
 @pytest.mark.parametrize("suffix", [".json", ".toml", ".yaml"])
@@ -201,10 +202,12 @@ def test_replace_is_explicit_and_leaves_no_stale_alias() -> None:
     reg.register(_spec("first", ("old-alias",), ("org/model",)))
     new = reg.register(_spec("first", ("new-alias",)), replace=True)
     assert reg.get("first") is new and reg.get("new-alias") is new
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("old-alias")  # the replaced template's alias went with it
-    with pytest.raises(TemplateNotFoundError):
+    assert info.value.query == "old-alias"
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("org/model")
+    assert info.value.query == "org/model"
     taker = reg.register(_spec("other", ("new-alias",)), replace=True)  # takes the alias over
     assert reg.get("new-alias") is taker and reg.get("first") is new
     with pytest.raises(TemplateError, match="is the name of template"):
@@ -251,8 +254,9 @@ def test_resolution_is_cached_and_register_invalidates_it() -> None:
         assert reg.get(query) is first
         assert reg._resolved[query] is first  # remembered under the exact query
         assert reg.get(query) is first
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("late")  # a miss is not remembered ...
+    assert info.value.query == "late"
     late = reg.register(_spec("late"))
     assert reg.get("late") is late  # ... so a later registration is found
     again = reg.register(_spec("first", ("alias-one",)), replace=True)

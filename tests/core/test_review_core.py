@@ -129,10 +129,11 @@ def test_completion_template_accepts_one_prompt_only() -> None:
         chatfmt.render("x", "internlm-7b", tools=[tool])
     assert err.value.field == "tools"
     call = {"type": "function", "function": {"name": "f", "arguments": {}}}
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match=r"completion .* has no tool calls") as err:
         chatfmt.render(
             [{"role": "assistant", "content": None, "tool_calls": [call]}], "internlm-7b"
         )
+    assert (err.value.index, err.value.field) == (0, "tool_calls")
 
 
 # ------------------------------------------------------------------ 4. CLI --option
@@ -304,7 +305,7 @@ def test_spec_lists_and_generation_replace() -> None:
     )
     assert spec.aliases == ("y",) and spec.generation_config.stop_words == ("</s>",)
     assert GenerationConfig().replace(stop_words=["a", "b"]).stop_words == ("a", "b")
-    with pytest.raises(TemplateError):
+    with pytest.raises(TemplateError, match="stop_words must be a list of strings, got str"):
         GenerationConfig().replace(stop_words="</s>")
 
 
@@ -322,14 +323,16 @@ def test_now_parser() -> None:
 
 
 def test_now_same_for_native_and_jinja() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="must be an ISO date") as err:
         chatfmt.render([USER_HI], "llama3.2", now="2025-03-07 NOT A DATE")
+    assert err.value.field == "now"
     assert "07 Mar 2025" in chatfmt.render([USER_HI], "llama3.2", now="2025-03-07T08:00:00")
     t = JinjaTemplate("{{ strftime_now('%d %b %Y %H:%M') }}")
     assert t.render([USER_HI], now="2025-03-07T08:15:00") == "07 Mar 2025 08:15"
     assert t.render([USER_HI], now=dt.date(2025, 3, 7)) == "07 Mar 2025 00:00"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="must be an ISO date") as err:
         t.render([USER_HI], now="2025-03-07 NOT A DATE")
+    assert err.value.field == "now"
 
 
 # ------------------------------------------------------------------ 8. shared segments logic

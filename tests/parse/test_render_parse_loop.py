@@ -337,7 +337,7 @@ def test_every_template_is_covered() -> None:
         text = chatfmt.render([{"role": "user", "content": "q"}, turn], name, tools=TOOLS)
         assert '"f"' not in text and "f(" not in text, name
     for name in PARSE_ONLY_TOOLS:  # each really renders no tool calls
-        with pytest.raises(chatfmt.ChatFmtError):
+        with pytest.raises(chatfmt.UnsupportedFeatureError, match="no tool-call format") as err:
             chatfmt.render(
                 [
                     {"role": "user", "content": "q"},
@@ -346,6 +346,7 @@ def test_every_template_is_covered() -> None:
                 name,
                 add_generation_prompt=False,
             )
+        assert (err.value.index, err.value.field) == (1, "tool_calls")
     assert {c.kind for c in CASES} == set(TURNS)
 
 

@@ -11,8 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import assert_matches_official
 from chatfmt import (
-    ChatFmtError,
     Kind,
     RoleOrderError,
     Template,
@@ -50,18 +50,15 @@ def render_pair(
     **options: Any,
 ) -> str | None:
     """chatfmt == official, or both reject. Returns the render (None when rejected)."""
-    msgs, tools = conv["messages"], conv["tools"]
-    try:
-        expected = official_render(
-            source, msgs, tools=tools, add_generation_prompt=agp, **options, **oracle_vars
-        )
-    except Exception:
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    got = tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert got == expected
-    return got
+    return assert_matches_official(
+        tpl,
+        source,
+        conv["messages"],
+        tools=conv["tools"],
+        add_generation_prompt=agp,
+        options=options,
+        official_vars=oracle_vars,
+    )
 
 
 def assert_segments(tpl: Template, conv: dict[str, Any], **options: Any) -> None:
@@ -289,8 +286,9 @@ def test_smollm3_modes() -> None:
     assert "named SmolLM, trained by Hugging Face.\n\n<|im_end|>" in tpl.render(
         "hi", enable_thinking=False
     )
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="needs at least one message") as err:
         tpl.render([])
+    assert (err.value.index, err.value.field) == (None, "messages")
     assert tpl.generation_config.temperature == 0.6 and tpl.reasoning_parser == "think"
 
 

@@ -11,7 +11,9 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt import ChatFmtError, Kind, Template, UnsupportedFeatureError, ValidationError
+from _official import assert_matches_official, null_call_content_as_empty
+from chatfmt import Kind, Template, UnsupportedFeatureError, ValidationError
+from chatfmt.errors import TemplateError
 from chatfmt.segments import join
 
 from _support import (
@@ -43,37 +45,17 @@ def assert_same(
     **options: Any,
 ) -> str | None:
     """chatfmt == official template, or both reject the conversation. Returns the render."""
-    msgs, tools = conv["messages"], conv["tools"]
-    try:
-        expected = official_render(
-            source,
-            msgs,
-            tools=tools,
-            add_generation_prompt=agp,
-            **{**options, **(official_vars or {})},
-        )
-    except Exception:
-        if any(m.get("tool_calls") and m.get("content") is None for m in msgs):
-            # Documented workaround: null content of a tool-call message renders as "".
-            fixed = [
-                {**m, "content": ""} if m.get("tool_calls") and m.get("content") is None else m
-                for m in msgs
-            ]
-            return assert_same(
-                tpl, source, {"messages": fixed, "tools": tools}, agp, official_vars, **options
-            )
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    lost = dropped(tpl.name, msgs)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        assert (err.value.index, err.value.field) in lost
-        return None
-    got = tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert got == expected
-    return got
+    return assert_matches_official(
+        tpl,
+        source,
+        conv["messages"],
+        tools=conv["tools"],
+        add_generation_prompt=agp,
+        options=options,
+        official_vars=official_vars,
+        official_fallback=null_call_content_as_empty,
+        dropped=dropped(tpl.name, conv["messages"]),
+    )
 
 
 def dropped(name: str, msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
@@ -348,8 +330,9 @@ def test_qwen3_errors_name_the_message() -> None:
     with pytest.raises(ValidationError) as err:
         tpl.render([{"role": "user", "content": None}])
     assert err.value.index == 0 and err.value.field == "content"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="needs at least one message") as empty:
         tpl.render([])
+    assert (empty.value.index, empty.value.field) == (None, "messages")
     code = {"type": "code_interpreter", "code_interpreter": {"input": "1+1"}}
     with pytest.raises(UnsupportedFeatureError) as err2:
         tpl.render(
@@ -359,7 +342,7 @@ def test_qwen3_errors_name_the_message() -> None:
             ]
         )
     assert err2.value.index == 1
-    with pytest.raises(ChatFmtError):
+    with pytest.raises(TemplateError, match=r"has no option.s. reasoning_mode"):
         tpl.render("hi", reasoning_mode="x")
 
 
