@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 import chatfmt
-from chatfmt import TemplateError, TemplateNotFoundError
+from chatfmt import TemplateError, TemplateNotFoundError, UnsupportedFeatureError
+from chatfmt.config import GenerationConfig
 from chatfmt.registry import Registry
+from chatfmt.spec import spec_from_dict
 
 SPEC = {
     "name": "my-chat",
@@ -107,7 +109,7 @@ def test_bad_spec_files_are_clear(tmp_path: Path, change: dict, needle: str) -> 
 
 
 def test_first_user_system_mode_and_unsupported_system() -> None:
-    from chatfmt import RoleFormat, SpecTemplate, TemplateSpec, UnsupportedFeatureError
+    from chatfmt import RoleFormat, SpecTemplate, TemplateSpec
 
     tpl = SpecTemplate(
         TemplateSpec(
@@ -289,3 +291,43 @@ def test_tool_parser_names_cannot_collide() -> None:
     finally:
         TOOL_PARSERS.pop(Impostor.name, None)
     assert TOOL_PARSERS["hermes"] is hermes
+
+
+# ------------------------------------------------------------------ spec files
+_ROLES = {"user": {"prefix": "U:"}, "assistant": {"prefix": "A:", "suffix": "</s>"}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"aliases": "myalias"}, "aliases"),
+        ({"model_ids": "org/name"}, "model_ids"),
+        ({"model_patterns": "x.*"}, "model_patterns"),
+        ({"control_tokens": "</s>"}, "control_tokens"),
+        ({"generation": {"stop_words": "</s>"}}, "stop_words"),
+        ({"generation": {"tool_stop_words": "</s>"}}, "tool_stop_words"),
+        ({"generation": {"session_len": "big"}}, "session_len"),
+        ({"generation": {"top_k": 1.5}}, "top_k"),
+        ({"generation": {"top_p": "high"}}, "top_p"),
+        ({"generation": {"temperature": True}}, "temperature"),
+        ({"generation": {"repetition_penalty": None}}, "repetition_penalty"),
+        ({"generation": {"capability": "voice"}}, "capability"),
+        ({"roles": {**_ROLES, "user": {"prefix": 5}}}, "roles.user.prefix"),
+        ({"bos": 1}, "bos"),
+    ],
+)
+def test_spec_type_errors_name_the_key(extra: dict[str, Any], key: str) -> None:
+    data = {"name": "x", "roles": _ROLES, **extra}
+    with pytest.raises(TemplateError) as err:
+        spec_from_dict(data, origin="my.toml")
+    assert key in str(err.value) and "my.toml" in str(err.value)
+
+
+def test_spec_lists_and_generation_replace() -> None:
+    spec = spec_from_dict(
+        {"name": "x", "roles": _ROLES, "aliases": ["y"], "generation": {"stop_words": ["</s>"]}}
+    )
+    assert spec.aliases == ("y",) and spec.generation_config.stop_words == ("</s>",)
+    assert GenerationConfig().replace(stop_words=["a", "b"]).stop_words == ("a", "b")
+    with pytest.raises(TemplateError, match="stop_words must be a list of strings, got str"):
+        GenerationConfig().replace(stop_words="</s>")

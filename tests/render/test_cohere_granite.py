@@ -316,3 +316,22 @@ def test_granite_examples() -> None:
         assert tpl.supports_tools and tpl.tool_parser in ("granite", "command_r")
         for f in tpl.official_templates:
             assert (DATA / f).is_file()
+
+
+# ------------------------------------------------------------------ README Command-R example
+def test_command_r_readme_example() -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_current_weather",
+            "description": "Get the current weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"location": {"type": "string", "description": "City name"}},
+                "required": ["location"],
+            },
+        },
+    }
+    cr = chatfmt.get_template("CohereForAI/c4ai-command-r-plus")
+    prompt = cr.render([{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
+    assert "get_current_weather" in prompt and "City name" in prompt

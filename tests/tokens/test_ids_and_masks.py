@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, TokenizationError
-from chatfmt.tokens import IGNORE_INDEX, encode, load_tokenizer
+from chatfmt.errors import (
+    ChatFmtError,
+    TokenizationError,
+)
+from chatfmt.tokens import IGNORE_INDEX, encode, encode_batch, load_tokenizer
 from chatfmt.tokens.tokenizer import Tokenizer
 
 from _support import SHARED, conversations, texts
@@ -261,3 +265,34 @@ def test_straddling_token_is_trained() -> None:
         [t for t, lab in zip(enc.input_ids, enc.labels) if lab != IGNORE_INDEX]
     )
     assert "ok" in trained_text
+
+
+QWEN = SHARED / "tokenizers" / "qwen3"
+
+CHAT = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Any:
+    if not QWEN.exists():
+        if os.environ.get("CI"):
+            raise RuntimeError("qwen3 tokenizer missing in CI")
+        pytest.skip(f"reference tokenizer not found at {QWEN}")
+    return load_tokenizer(QWEN)
+
+
+# ------------------------------------------------------------------ max_length
+@pytest.mark.parametrize("bad", [0, -1, True, False, "5", 5.5, 5.0, [5]])
+def test_max_length_must_be_a_positive_int(qwen: Any, bad: Any) -> None:
+    for truncation in ("error", "right", "left"):
+        with pytest.raises(TokenizationError, match="max_length"):
+            encode(CHAT, "qwen3", qwen, max_length=bad, truncation=truncation)
+        with pytest.raises(TokenizationError, match="max_length"):
+            encode_batch([CHAT], "qwen3", qwen, max_length=bad, truncation=truncation)
+
+
+def test_max_length_valid_values_still_work(qwen: Any) -> None:
+    full = encode(CHAT, "qwen3", qwen)
+    assert len(encode(CHAT, "qwen3", qwen, max_length=None)) == len(full)
+    cut = encode(CHAT, "qwen3", qwen, max_length=len(full) - 1, truncation="right")
+    assert cut.truncated_from == len(full) and cut.input_ids == full.input_ids[:-1]
