@@ -101,7 +101,7 @@ OUT_OF_SCOPE: dict[str, str] = {
     "deepseek-vl2": _VL,
     "gpt-oss": "LMDeploy's GptOss class is a simplified fallback (no channels: "
     "'<|start|>assistantHi there<|end|>'), not the model's Harmony format; chatfmt's gpt-oss "
-    "template is the official one (tests/test_gpt_oss.py), so these renders are not compared",
+    "template is the official one (tests/render/test_gpt_oss.py), so these renders are not compared",
     "intern-s1": _VL + " (Intern-S1 is multimodal)",
     "interns1": _VL + " (Intern-S1 is multimodal)",
     "internlm-xcomposer2": _VL,
@@ -154,7 +154,7 @@ CALL_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 #: chatfmt options reproducing LMDeploy's one-line tools dump in InternLM2's plugin system turn
-#: (the seed's default layout is indented; see tests/test_internlm.py).
+#: (the seed's default layout is indented; see tests/render/test_internlm.py).
 #: For ChatGLM3, the layout its own demo code writes (json.dumps(tools, indent=4)).
 TOOLS_OPTIONS: dict[str, dict[str, Any]] = {
     "internlm2": {"tools_json": "compact", "plugin_prompt": "{prompt}"},
@@ -354,7 +354,7 @@ R = {
     "the InternLM2 seed format writes 'environment name=<|plugin|>' (chatfmt follows the seed).",
     "unanswered_results": "LMDeploy renders tool/environment messages that answer no tool call; "
     "chatfmt requires a tool result to follow an assistant tool call (ValidationError naming "
-    "the message). The structured form of this case is checked in tests/test_internlm.py.",
+    "the message). The structured form of this case is checked in tests/render/test_internlm.py.",
     "deepseek_system": "LMDeploy's deepseek writes '\\n\\n' before the first user turn even "
     "without a system message and omits BOS; the official DeepSeek-V2 template writes BOS and "
     "no separator without a system message.",
