@@ -14,13 +14,14 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official, official_today
+from _segments import assert_follow_up_continues
 from chatfmt.errors import (
     RoleOrderError,
     UnsupportedFeatureError,
     ValidationError,
 )
 from chatfmt.formats.cohere import jinja_indent
-from chatfmt.segments import Kind, Segment, join
+from chatfmt.segments import Kind, Segment
 
 from _support import ROOT, TOOLS, conversations, official_render, official_source
 
@@ -86,11 +87,7 @@ def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
     )
     if last is None or last == len(msgs) - 1:
         return
-    kwargs = dict(tools=conv["tools"], now=TODAY, **options)
-    segs = tpl.segments(msgs, **kwargs)
-    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: end + 1]) + tail == join(segs)
+    assert assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], now=TODAY, **options)
 
 
 # ------------------------------------------------------------------ Command-R

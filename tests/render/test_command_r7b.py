@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official
+from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import parse
-from chatfmt.segments import Kind, Segment, join
+from chatfmt.segments import Kind, Segment
 
 from _support import (
     ROOT,
@@ -113,14 +114,11 @@ def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
     )
     if last is None or last == len(msgs) - 1 or any(m["role"] == "tool" for m in msgs[last:]):
         return  # results after the cut would need the earlier calls to be numbered
-    kwargs = dict(tools=conv["tools"], **options)
     try:
-        segs = tpl.segments(msgs, **kwargs)
+        tpl.segments(msgs, tools=conv["tools"], **options)
     except ChatFmtError:
         return
-    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: end + 1]) + tail == join(segs)
+    assert assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], **options)
 
 
 tool_options = st.fixed_dictionaries(

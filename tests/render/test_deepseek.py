@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official
+from _segments import assert_follow_up_continues, assert_segments_consistent
 from chatfmt.errors import UnsupportedFeatureError, ValidationError
-from chatfmt.segments import Kind, join
+from chatfmt.segments import Kind
 
 from _support import SHARED, TOOLS, conversations, official_render, official_source, texts
 
@@ -432,15 +433,9 @@ def test_segments_invariants(name: str, conv: dict[str, Any], agp: bool) -> None
             tpl.segments(msgs, add_generation_prompt=agp)
         assert (err.value.index, err.value.field) in lost
         return
-    segs = tpl.segments(msgs, add_generation_prompt=agp)
-    assert join(segs) == tpl.render(msgs, add_generation_prompt=agp)
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-    for i, m in enumerate(msgs):
-        if m["role"] in ("user", "system") and m["content"]:
-            body = "".join(s.text for s in segs if s.message == i and s.kind is Kind.CONTENT)
-            assert m["content"] in body
+    assert_segments_consistent(
+        tpl, msgs, content_roles=("user", "system"), add_generation_prompt=agp
+    )
 
 
 @pytest.mark.parametrize("name", TOOL_TEMPLATES)
@@ -472,7 +467,4 @@ def test_sequence_start_false_continues_the_full_render(
     tpl = chatfmt.get_template(name)
     msgs = history["messages"]
     new_msgs = [{"role": "user", "content": new}]
-    full = tpl.segments(msgs + new_msgs)
-    last = len(msgs) - 1
-    end = max(k for k, s in enumerate(full) if s.message == last and s.trained)
-    assert join(full[: end + 1]) + tpl.render(new_msgs, sequence_start=False) == join(full)
+    assert assert_follow_up_continues(tpl, msgs + new_msgs, len(msgs) - 1)

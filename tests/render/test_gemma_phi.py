@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official
+from _segments import assert_follow_up_continues
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError
-from chatfmt.segments import Kind, Segment, join
+from chatfmt.segments import Kind, Segment
 
 from _support import ROOT, SHARED, conversations, official_source
 
@@ -79,11 +80,7 @@ def check_follow_up(name: str, messages: list[dict[str, Any]]) -> None:
     last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=None)
     if last is None or last == len(messages) - 1:
         return
-    segs = tpl.segments(messages)
-    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
-    head = join(segs[: end + 1])
-    tail = tpl.render(messages[last + 1 :], sequence_start=False)
-    assert head + tail == join(segs)
+    assert assert_follow_up_continues(tpl, messages, last)
 
 
 # ------------------------------------------------------------------ differential (hypothesis)

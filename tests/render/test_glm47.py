@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official, null_content_as_absent
+from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import parse
-from chatfmt.segments import Kind, Segment, join
+from chatfmt.segments import Kind, Segment
 
 from _support import ROOT, TOOLS, conversations, official_source, texts
 
@@ -66,13 +67,8 @@ def check_follow_up(conv: dict[str, Any], **opts: Any) -> None:
     last = max((i for i, m in enumerate(msgs) if m["role"] == "assistant"), default=None)
     if last is None or last == len(msgs) - 1:
         return
-    kwargs = dict(tools=conv["tools"], **opts)
-    segs = tpl.segments(msgs, **kwargs)
-    ends = [i for i, s in enumerate(segs) if s.message == last and s.trained]
-    if not ends:
-        return  # an empty reply followed by a system turn: nothing the model generated
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: ends[-1] + 1]) + tail == join(segs)
+    # (nothing is checked after an empty reply followed by a system turn: nothing trained)
+    assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], **opts)
 
 
 # ------------------------------------------------------------------ differential tests

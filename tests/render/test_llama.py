@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _official import assert_matches_official, official_today
+from _segments import assert_follow_up_continues, assert_segments_consistent
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from chatfmt.formats.llama import strftime_d_b_y
-from chatfmt.segments import Kind, join
+from chatfmt.segments import Kind
 
 from _support import TOOLS, conversations, official_render, texts
 
@@ -440,16 +441,7 @@ ALL = ["llama2", "llama2-seed", "llama3", "llama3.1", "llama3.2", "llama3.3"]
 def test_segments_invariants(name: str, conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template(name)
     msgs = conv["messages"]
-    segs = tpl.segments(msgs, add_generation_prompt=agp, now=FIXED_DAY)
-    assert join(segs) == tpl.render(msgs, add_generation_prompt=agp, now=FIXED_DAY)
-    for s in segs:
-        assert s.text
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-    for i, m in enumerate(msgs):
-        if m["role"] == "user" and m["content"].strip():
-            body = "".join(s.text for s in segs if s.message == i and s.kind is Kind.CONTENT)
-            assert m["content"].strip() in body
+    assert_segments_consistent(tpl, msgs, strip=True, add_generation_prompt=agp, now=FIXED_DAY)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -460,11 +452,7 @@ def test_sequence_start_false_continues_the_full_render(
     tpl = chatfmt.get_template(name)
     msgs = history["messages"]
     new_msgs = [{"role": "user", "content": new}]
-    full = tpl.segments(msgs + new_msgs, now=FIXED_DAY)
-    last = len(msgs) - 1
-    end = max(k for k, s in enumerate(full) if s.message == last and s.trained)
-    follow = tpl.render(new_msgs, sequence_start=False, now=FIXED_DAY)
-    assert join(full[: end + 1]) + follow == join(full)
+    assert assert_follow_up_continues(tpl, msgs + new_msgs, len(msgs) - 1, now=FIXED_DAY)
 
 
 def test_continue_final_message() -> None:
