@@ -167,6 +167,9 @@ def test_differences_name_real_cases() -> None:
 from _turns import HISTORY, TOOLS  # noqa: E402
 from _turns import TURNS as _SHARED_TURNS  # noqa: E402
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 TURNS: dict[str, dict[str, Any]] = {
     **_SHARED_TURNS,
     "plain": {"role": "assistant", "content": "It is sunny, 22 °C."},

@@ -26,6 +26,9 @@ from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 TRAILING = "Hallucinated next turn: what about Rome?"
 
 _CALLS = ("call", "text+call", "two calls")

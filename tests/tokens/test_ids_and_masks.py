@@ -78,6 +78,7 @@ def _sample(tpl: chatfmt.Template) -> list[dict[str, Any]] | None:
 
 
 # ---------------------------------------------------------------------- equivalence
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HF_NAMES)
 @pytest.mark.parametrize("template", [t.name for t in chatfmt.list_templates()])
 def test_ids_equal_tokenizer_of_rendered_text(name: str, template: str) -> None:
@@ -94,6 +95,7 @@ def test_ids_equal_tokenizer_of_rendered_text(name: str, template: str) -> None:
     assert enc.input_ids == oracle(name).encode(text, add_special_tokens=False).ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HF_NAMES)
 @given(data=conversations(max_turns=3, end_with="assistant"))
 def test_ids_equal_tokenizer_property(name: str, data: dict[str, Any]) -> None:

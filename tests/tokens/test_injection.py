@@ -145,6 +145,7 @@ def _check(tpl: chatfmt.Template, tok: Tokenizer, conv: dict[str, Any]) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", ["qwen3", "llama3_1", "deepseek_v3"])
 def test_no_control_id_from_content(tokenizer: str) -> None:
     tok = _tokenizer(tokenizer)
