@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import json
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -30,7 +31,7 @@ from chatfmt.protocol import validate_conversation
 from chatfmt.segments import Segment
 from chatfmt.template import Template
 
-from _support import official_render
+from _support import official_render, require_shared
 
 Messages = list[dict[str, Any]]
 
@@ -47,6 +48,14 @@ def official_today(day: dt.date) -> Iterator[None]:
 
     with patch.object(chat_template_utils, "datetime", _Fixed):
         yield
+
+
+def ollama_source(model: str) -> str:
+    """The chat template Ollama's GGUF of ``model`` carries (``library/name:tag``), from
+    ../shared/reference/ollama_gguf_chat_templates.json."""
+    path = require_shared() / "reference" / "ollama_gguf_chat_templates.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return next(e["gguf"] for e in data["entries"] if e["model"] == model)
 
 
 def null_call_content_as_empty(messages: Messages) -> Messages | None:
@@ -176,3 +185,21 @@ def assert_matches_official(
                 each_segment(s, messages)
     assert messages == before
     return got
+
+
+def assert_conv_matches_official(
+    template: Template | str,
+    source: str,
+    conv: dict[str, Any],
+    add_generation_prompt: bool,
+    **kwargs: Any,
+) -> str | None:
+    """``assert_matches_official`` for a drawn conversation (``{"messages", "tools"}``)."""
+    return assert_matches_official(
+        template,
+        source,
+        conv["messages"],
+        tools=conv["tools"],
+        add_generation_prompt=add_generation_prompt,
+        **kwargs,
+    )

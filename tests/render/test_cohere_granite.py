@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_matches_official, official_today
+from _official import assert_conv_matches_official, official_today
 from _segments import assert_follow_up_continues
 from chatfmt.errors import (
     RoleOrderError,
@@ -63,12 +63,11 @@ def check(
     **options: Any,
 ) -> None:
     """Byte-identical to the official template, or a chatfmt error where it raises."""
-    assert_matches_official(
+    assert_conv_matches_official(
         name,
         source,
-        conv["messages"],
-        tools=conv["tools"],
-        add_generation_prompt=agp,
+        conv,
+        agp,
         options=options,
         official_vars=tokens,
         chatfmt_vars={"now": TODAY},

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_matches_official
+from _official import assert_conv_matches_official
 from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
@@ -90,12 +90,11 @@ def _content_is_the_owners(s: Segment, msgs: list[dict[str, Any]]) -> None:
 def check(name: str, source: str, conv: dict[str, Any], agp: bool, **options: Any) -> str | None:
     """chatfmt == official (or both reject: chatfmt with a ChatFmtError; or chatfmt refuses,
     naming message and field, what the official template drops silently). Returns the render."""
-    return assert_matches_official(
+    return assert_conv_matches_official(
         name,
         source,
-        conv["messages"],
-        tools=conv["tools"],
-        add_generation_prompt=agp,
+        conv,
+        agp,
         options=options,
         official_vars=TOKENS,
         dropped=dropped(conv["messages"]),

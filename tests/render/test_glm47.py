@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_matches_official, null_content_as_absent
+from _official import assert_conv_matches_official, null_content_as_absent
 from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import UnsupportedFeatureError, ValidationError
@@ -48,12 +48,11 @@ def _content_is_the_owners(s: Segment, msgs: list[dict[str, Any]]) -> None:
 
 def check(conv: dict[str, Any], agp: bool, **opts: Any) -> str | None:
     """chatfmt == official (or both reject: chatfmt with a ChatFmtError). Returns the render."""
-    return assert_matches_official(
+    return assert_conv_matches_official(
         "glm4.7",
         SOURCE,
-        conv["messages"],
-        tools=conv["tools"],
-        add_generation_prompt=agp,
+        conv,
+        agp,
         options=opts,
         official_messages=null_content_as_absent(conv["messages"]),
         segments=True,

@@ -11,7 +11,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_matches_official, null_call_content_as_empty
+from _official import (
+    assert_conv_matches_official,
+    null_call_content_as_empty,
+    ollama_source,
+)
 from chatfmt import Kind, Template, UnsupportedFeatureError, ValidationError
 from chatfmt.errors import TemplateError
 from chatfmt.segments import join
@@ -31,11 +35,6 @@ QWQ_FILE = "Qwen-QwQ-32B.jinja"
 PKG_TEMPLATES = Path(chatfmt.__file__).parent / "data" / "templates"
 
 
-def _ollama_source(model: str) -> str:
-    data = json.loads((SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text())
-    return next(e["gguf"] for e in data["entries"] if e["model"] == model)
-
-
 def assert_same(
     tpl: Template,
     source: str,
@@ -45,12 +44,11 @@ def assert_same(
     **options: Any,
 ) -> str | None:
     """chatfmt == official template, or both reject the conversation. Returns the render."""
-    return assert_matches_official(
+    return assert_conv_matches_official(
         tpl,
         source,
-        conv["messages"],
-        tools=conv["tools"],
-        add_generation_prompt=agp,
+        conv,
+        agp,
         options=options,
         official_vars=official_vars,
         official_fallback=null_call_content_as_empty,
@@ -245,7 +243,7 @@ def test_lmdeploy_registry_matrix(
 @given(conv=conversations(max_turns=4, end_with="any"), agp=st.booleans())
 def test_qwen_matches_qwen2_official(conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template("qwen")
-    source = _ollama_source("library/qwen2:0.5b")
+    source = ollama_source("library/qwen2:0.5b")
     assert_same(tpl, source, conv, agp)
     assert_segment_invariants(tpl, conv)
 
@@ -438,6 +436,6 @@ def test_data_files_are_the_official_templates(shared_dir: Any) -> None:
         for f in chatfmt.get_template(name).official_templates:
             assert (PKG_TEMPLATES / f).read_text(encoding="utf-8") == official_source(f)
     (qwen2,) = chatfmt.get_template("qwen").official_templates
-    assert (PKG_TEMPLATES / qwen2).read_text(encoding="utf-8") == _ollama_source(
+    assert (PKG_TEMPLATES / qwen2).read_text(encoding="utf-8") == ollama_source(
         "library/qwen2:0.5b"
     )

@@ -12,7 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_matches_official, null_call_content_as_empty
+from _official import (
+    assert_conv_matches_official,
+    null_call_content_as_empty,
+)
 from chatfmt import Template, UnsupportedFeatureError, ValidationError
 
 from _support import TOOLS, conversations, official_render, official_source, texts
@@ -110,12 +113,11 @@ def assert_same(
 ) -> str | None:
     """chatfmt == official template, or both reject the conversation (or chatfmt refuses
     what the official one drops). Returns the render."""
-    return assert_matches_official(
+    return assert_conv_matches_official(
         tpl,
         source,
-        conv["messages"],
-        tools=conv["tools"],
-        add_generation_prompt=agp,
+        conv,
+        agp,
         options=options,
         official_fallback=null_call_content_as_empty,
         dropped=_refused(tpl.name, conv["messages"]),

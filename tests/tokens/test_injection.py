@@ -182,18 +182,6 @@ def test_every_template_is_exercised() -> None:
     assert len(checked) >= len(chatfmt.list_templates()) - 6, checked
 
 
-QWEN = SHARED / "tokenizers" / "qwen3"
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Any:
-    if not QWEN.exists():
-        if os.environ.get("CI"):
-            raise RuntimeError("qwen3 tokenizer missing in CI")
-        pytest.skip(f"reference tokenizer not found at {QWEN}")
-    return load_tokenizer(QWEN)
-
-
 # ------------------------------------------------------------------ special-check cache
 def _spec(marker: str) -> SpecTemplate:
     return SpecTemplate(
@@ -210,24 +198,24 @@ def _spec(marker: str) -> SpecTemplate:
     )
 
 
-def test_special_check_follows_the_template_not_its_id(qwen: Any) -> None:
+def test_special_check_follows_the_template_not_its_id(qwen3_tokenizer: Any) -> None:
     msgs = [{"role": "user", "content": "hello [[B]]"}, {"role": "assistant", "content": "x"}]
     seen: set[int] = set()
     for _ in range(200):
         tb = _spec("[[B]]")
         seen.add(id(tb))
         with pytest.raises(TokenizationError, match=r"\[\[B\]\]"):
-            encode(msgs, tb, qwen, on_special="raise")
+            encode(msgs, tb, qwen3_tokenizer, on_special="raise")
         del tb
         gc.collect()
         ta = _spec("[[A]]")
         reused = id(ta) in seen
-        assert encode(msgs, ta, qwen, on_special="raise").num_trained > 0
+        assert encode(msgs, ta, qwen3_tokenizer, on_special="raise").num_trained > 0
         del ta
         gc.collect()
         if reused:
             break
-    assert not any(k.startswith("_chatfmt_special_check") for k in vars(qwen))
+    assert not any(k.startswith("_chatfmt_special_check") for k in vars(qwen3_tokenizer))
 
 
 def test_special_pattern_cache_is_bounded_and_by_value() -> None:
