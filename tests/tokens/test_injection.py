@@ -198,6 +198,7 @@ def _spec(marker: str) -> SpecTemplate:
     )
 
 
+@pytest.mark.slow  # up to 200 template objects, each checked against a real tokenizer
 def test_special_check_follows_the_template_not_its_id(qwen3_tokenizer: Any) -> None:
     msgs = [{"role": "user", "content": "hello [[B]]"}, {"role": "assistant", "content": "x"}]
     seen: set[int] = set()
