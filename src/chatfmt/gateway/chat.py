@@ -288,14 +288,17 @@ async def _events(
 ) -> AsyncGenerator[bytes, None]:
     chunks = wire.ChunkWriter(prepared.entry.name)
     max_calls = prepared.chat.max_calls
+    wire_delta = wire.wire_delta
     try:
         yield chunks.start()
         for batch in early:
-            for delta in wire.wire_deltas(batch, max_calls):
-                yield chunks.delta(delta)
-        async for batch in batches:
-            for delta in wire.wire_deltas(batch, max_calls):
-                yield chunks.delta(delta)
+            for delta in batch:
+                if (out := wire_delta(delta, max_calls)) is not None:
+                    yield chunks.delta(out)
+        async for batch in batches:  # per delta, inlined: the hot loop of every stream
+            for delta in batch:
+                if (out := wire_delta(delta, max_calls)) is not None:
+                    yield chunks.delta(out)
         yield chunks.delta({}, turn.parser.finish_reason)
         if include_usage:
             yield chunks.usage(usage_of(turn, prepared))
