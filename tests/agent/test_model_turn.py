@@ -1,4 +1,4 @@
-"""The turn layer below the agent and the gateway: render_prompt's reasoning fallback,
+"""The turn layer below the agent and the gateway (chatfmt.turn): render_prompt's reasoning
 ParsedTurn over a scripted backend, and the deprecated old import path."""
 
 from __future__ import annotations
