@@ -1,5 +1,5 @@
 """The turn layer below the agent and the gateway (chatfmt.turn): render_prompt's reasoning
-ParsedTurn over a scripted backend, and the deprecated old import path."""
+fallback, ParsedTurn over a scripted backend, and the deprecated old import path."""
 
 from __future__ import annotations
 
