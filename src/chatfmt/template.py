@@ -287,7 +287,7 @@ class Template(ABC):
 
 
 # ----------------------------------------------------------------------------- refusals
-# Shared checks for input an official template would drop without a word (README: "No
+# Shared checks for input an official template would drop without a word (docs/rendering.md: "No
 # silent data loss"): chatfmt raises instead, naming the message and the field.
 
 

@@ -11,14 +11,22 @@ the reasoning parser.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
 from .base import WS, register_reasoning_parser, register_tool_parser
-from .blocks import BlockParser
-from .reasoning import ThinkParser
+from .blocks import Block, BlockParser
+from .reasoning import Think, ThinkParser
+from .states import State
 
 _HEAD = "Here are my reasoning steps:"
 _BEGIN, _END = "[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]"
+
+
+class _Apriel(State):
+    """States of :class:`AprielParser` beyond :class:`~.blocks.Block`."""
+
+    LEAD = auto()  # whitespace after a final-response marker
 
 
 class AprielParser(BlockParser):
@@ -26,12 +34,20 @@ class AprielParser(BlockParser):
     whitespace next to them (and before ``<tool_calls>``): trailing whitespace of the text is
     held until what follows it decides."""
 
+    states = _Apriel
+
     name = "apriel"
     special_markers = ("<tool_calls>", "</tool_calls>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block", _BEGIN: "lead", _END: "lead"}
+    starts: ClassVar[Mapping[str, State]] = {
+        "<tool_calls>": Block.GAP,
+        _BEGIN: _Apriel.LEAD,
+        _END: _Apriel.LEAD,
+    }
     end = "</tool_calls>"
 
-    _ws = ""  # held trailing whitespace of the text
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ws = ""  # held trailing whitespace of the text
 
     def _s_text(self) -> bool:
         end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)
@@ -66,7 +82,7 @@ class AprielReasoningParser(ThinkParser):
     open_marker = _HEAD
     close_marker = _BEGIN
     special_markers = (_HEAD, _BEGIN)
-    openers = ((_HEAD, "reasoning"),)
+    openers = ((_HEAD, Think.REASONING),)
 
 
 register_tool_parser(AprielParser)

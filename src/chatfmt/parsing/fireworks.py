@@ -11,14 +11,15 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 
 
 class FireFunctionV2Parser(BlockParser):
     """``functools[…]`` calls after the text (see module doc)."""
 
     name = "firefunction_v2"
-    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"functools": Block.GAP}
 
 
 register_tool_parser(FireFunctionV2Parser, "firefunction")

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .base import WS, register_reasoning_parser, register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
 from .markers import marker_set
-from .reasoning import ThinkParser
+from .reasoning import Think, ThinkParser
+from .states import State
 
 
 class GraniteParser(BlockParser):
@@ -17,7 +19,7 @@ class GraniteParser(BlockParser):
 
     name = "granite"
     special_markers = ("<|tool_call|>", "<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<|tool_call|>": "block", "<tool_call>": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"<|tool_call|>": Block.GAP, "<tool_call>": Block.GAP}
     ends: ClassVar[Mapping[str, str | None]] = {
         "<|tool_call|>": None,
         "<tool_call>": "</tool_call>",
@@ -29,7 +31,7 @@ class Phi4Parser(BlockParser):
 
     name = "phi4"
     special_markers = ("functools",)
-    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"functools": Block.GAP}
 
 
 register_tool_parser(GraniteParser, "granite3", "granite4")
@@ -37,6 +39,14 @@ register_tool_parser(Phi4Parser, "phi4_mini_json")
 
 
 _RESPONSE, _RESPONSE_END = "<response>", "</response>"
+
+
+class _GraniteThink(State):
+    """States of :class:`GraniteThinkParser` beyond :class:`~.reasoning.Think`."""
+
+    RESPONSE_LEAD = auto()  # whitespace after ``<response>``
+    RESPONSE = auto()  # the answer, to ``</response>``
+    TAIL = auto()  # after ``</response>``
 
 
 class GraniteThinkParser(ThinkParser):
@@ -49,17 +59,21 @@ class GraniteThinkParser(ThinkParser):
     the end is text.
     """
 
+    states = _GraniteThink
+
     name = "granite"
     special_markers: ClassVar[tuple[str, ...]] = (
         *ThinkParser.special_markers,
         _RESPONSE,
         _RESPONSE_END,
     )
-    openers: ClassVar[tuple[tuple[str, str], ...]] = (
+    openers: ClassVar[tuple[tuple[str, State], ...]] = (
         *ThinkParser.openers,
-        (_RESPONSE, "response_lead"),
+        (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
     )
-    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ((_RESPONSE, "response_lead"),)
+    after_openers: ClassVar[tuple[tuple[str, State], ...]] = (
+        (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -69,7 +83,7 @@ class GraniteThinkParser(ThinkParser):
     def _s_response_lead(self) -> bool:
         if not self.skip_ws() and not self.final:
             return False
-        self.state = "response"
+        self.state = _GraniteThink.RESPONSE
         return True
 
     def _s_response(self) -> bool:
@@ -88,7 +102,7 @@ class GraniteThinkParser(ThinkParser):
         self.pos = resume
         if marker is None:
             return False
-        self.state = "tail"
+        self.state = _GraniteThink.TAIL
         return True
 
     def _s_tail(self) -> bool:
@@ -99,7 +113,7 @@ class GraniteThinkParser(ThinkParser):
                 self.pos = start  # undecided: kept until text follows or the stream ends
             return False
         self.pos = start
-        self.state = "inner"
+        self.state = Think.INNER
         return True
 
 

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 
 
 class HermesParser(BlockParser):
@@ -14,7 +15,7 @@ class HermesParser(BlockParser):
 
     name = "hermes"
     special_markers = ("<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"<tool_call>": Block.GAP}
     end = "</tool_call>"
 
 

@@ -32,11 +32,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .base import WS, register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
 from .json_stream import loads_or_none
+from .states import State
 from .xml_values import JsonMembers, parameter_schema, typed_value
 
 #: The longest tag header (``<invoke name="…">``) held back while waiting for its ``>``.
@@ -57,33 +59,42 @@ def _declares_type(schema: Any) -> bool:
     return isinstance(schema, Mapping) and any(k in schema for k in _TYPE_KEYS)
 
 
+class Invoke(State):
+    """States of :class:`InvokeParser` beyond :class:`~.blocks.Block`."""
+
+    CALLS = auto()  # in the wrapper, between invokes
+    HEAD = auto()  # an invoke's header
+    PARAMS = auto()  # between parameters
+    PARAM_HEAD = auto()  # a parameter's header
+    VALUE = auto()  # a parameter's value
+
+
 class InvokeParser(BlockParser):
     """Wrapper → ``invoke`` (name attribute) → parameters → value (see module doc).
 
     Configured by class attributes: :attr:`starts` / :attr:`ends` (wrapper
-    markers, state ``calls``), :attr:`invoke_open` (a tag whose header carries
+    markers, state :attr:`Invoke.CALLS`), :attr:`invoke_open` (a tag whose header carries
     ``name``), :attr:`invoke_close`, :attr:`param_open` / :attr:`param_close`.
     Subclasses change how a parameter is written (:meth:`_s_param_head`,
     :meth:`value_markers`) and decoded (:meth:`decode`).
 
-    States: ``text``, ``calls`` (between invokes), ``head`` (invoke header),
-    ``params`` (between parameters), ``param_head``, ``value``, ``junk``.
+    States: :class:`Invoke` and :class:`~.blocks.Block`'s ``TEXT`` and ``JUNK``.
     """
+
+    states: ClassVar[type[State] | None] = Invoke
 
     invoke_open: ClassVar[str] = "<invoke"
     invoke_close: ClassVar[str] = "</invoke>"
     param_open: ClassVar[str] = "<parameter"
     param_close: ClassVar[str] = "</parameter>"
 
-    _name = ""
-    _index = 0
-    _key = ""
-    _raw = ""  # the open parameter's tag text, for a broken call's raw arguments
-    _members: JsonMembers | None = None
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._parts: list[str] = []
+        self._name = ""
+        self._index = 0
+        self._key = ""
+        self._raw = ""  # the open parameter's tag text, for a broken call's raw arguments
+        self._members: JsonMembers | None = None
         self._attrs: Mapping[str, str] = {}
         self._junk_ends: tuple[str, ...] = ()
 
@@ -123,7 +134,7 @@ class InvokeParser(BlockParser):
         self.junk_index = self._index
         self._junk_ends = (self.invoke_close,)
         self._members = None
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _close_call(self) -> None:
@@ -150,11 +161,11 @@ class InvokeParser(BlockParser):
         if hit is None:
             return False
         if hit:
-            self.state = "head"
+            self.state = Invoke.HEAD
             return True
         self.junk_index = self.out.start_call("", error="not a tool call")
         self._junk_ends = (self.invoke_open,)
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _s_head(self) -> bool:
@@ -171,7 +182,7 @@ class InvokeParser(BlockParser):
         self._name = name
         self._index = self.out.start_call(name)
         self._members = JsonMembers(self.out, self._index)
-        self.state = "params"
+        self.state = Invoke.PARAMS
         return True
 
     def _s_params(self) -> bool:
@@ -190,11 +201,11 @@ class InvokeParser(BlockParser):
                 continue
             if marker == self.param_open:
                 self._raw = marker
-                self.state = "param_head"
+                self.state = Invoke.PARAM_HEAD
                 return True
             self._close_call()
             if marker == self.invoke_close:
-                self.state = "calls"
+                self.state = Invoke.CALLS
             else:
                 self.end_block()
             return True
@@ -222,7 +233,7 @@ class InvokeParser(BlockParser):
             self._key = self._attrs.get("name", "")
             if self._key:
                 self._parts = []
-                self.state = "value"
+                self.state = Invoke.VALUE
                 return True
         return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
 
@@ -252,7 +263,7 @@ class InvokeParser(BlockParser):
             if closes:
                 self.pos = resume
                 self._member()
-                self.state = "params"
+                self.state = Invoke.PARAMS
                 return True
             self._parts.append(marker)  # a closing tag quoted inside the value
         self.pos = resume
@@ -306,7 +317,7 @@ class InvokeParser(BlockParser):
         if marker == self.cur_end:
             self.end_block()
         else:
-            self.state = "head" if marker == self.invoke_open else "calls"
+            self.state = Invoke.HEAD if marker == self.invoke_open else Invoke.CALLS
         return True
 
 
@@ -322,7 +333,7 @@ def invoke_parser(
     tags; ``special`` the markers that are single special tokens. Not registered."""
     attrs = {
         "name": name,
-        "starts": {calls[0]: "calls"},
+        "starts": {calls[0]: Invoke.CALLS},
         "end": calls[1],
         "invoke_open": invoke[0],
         "invoke_close": invoke[1],
@@ -344,7 +355,7 @@ class MiniMaxM2Parser(InvokeParser):
 
     name = "minimax_m2"
     special_markers = (_MM_CALL, _MM_CALL_END)
-    starts: ClassVar[Mapping[str, str]] = {_MM_CALL: "calls"}
+    starts: ClassVar[Mapping[str, State]] = {_MM_CALL: Invoke.CALLS}
     end = _MM_CALL_END
 
 
@@ -363,7 +374,7 @@ class DeepSeekDSMLParser(InvokeParser):
     """
 
     name = "deepseek_v32"
-    starts: ClassVar[Mapping[str, str]] = {_FC: "calls", _TC: "calls"}
+    starts: ClassVar[Mapping[str, State]] = {_FC: Invoke.CALLS, _TC: Invoke.CALLS}
     ends: ClassVar[Mapping[str, str | None]] = {_FC: _FC_END, _TC: _TC_END}
     invoke_open = f"<{_DSML}invoke"
     invoke_close = f"</{_DSML}invoke>"
@@ -391,13 +402,15 @@ class MiniMaxM3Parser(InvokeParser):
     (``NS`` = ``]<]minimax[>[``; see module doc)."""
 
     name = "minimax_m3"
-    starts: ClassVar[Mapping[str, str]] = {MM3_NS + "<tool_call>": "calls"}
+    starts: ClassVar[Mapping[str, State]] = {MM3_NS + "<tool_call>": Invoke.CALLS}
     end = MM3_NS + "</tool_call>"
     invoke_open = MM3_NS + "<invoke"
     invoke_close = MM3_NS + "</invoke>"
     param_open = MM3_NS + "<"
 
-    _depth = 0
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._depth = 0
 
     def _s_param_head(self) -> bool:
         got = self.read_header()
@@ -408,7 +421,7 @@ class MiniMaxM3Parser(InvokeParser):
         if not complete or not key or key.startswith("/"):
             return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
         self._key, self._attrs, self._parts, self._depth = key, {}, [], 0
-        self.state = "value"
+        self.state = Invoke.VALUE
         return True
 
     def value_markers(self) -> tuple[str, ...]:

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 
 
 class JambaParser(BlockParser):
@@ -14,7 +15,7 @@ class JambaParser(BlockParser):
 
     name = "jamba"
     special_markers = ("<tool_calls>", "</tool_calls>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"<tool_calls>": Block.GAP}
     end = "</tool_calls>"
 
 

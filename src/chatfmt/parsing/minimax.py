@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_reasoning_parser, register_tool_parser
-from .blocks import BlockParser
-from .reasoning import ThinkParser
+from .blocks import Block, BlockParser
+from .reasoning import Think, ThinkParser
+from .states import State
 
 _M3_OPEN, _M3_CLOSE = "<mm:think>", "</mm:think>"
 
@@ -20,7 +21,7 @@ class MiniMaxM1Parser(BlockParser):
     """Call objects (newline-separated; ``,`` also accepted) inside ``<tool_calls>…</tool_calls>``."""
 
     name = "minimax_m1"
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"<tool_calls>": Block.GAP}
     end = "</tool_calls>"
 
 
@@ -38,7 +39,7 @@ class MiniMaxM3ThinkParser(ThinkParser):
     open_marker = _M3_OPEN
     close_marker = _M3_CLOSE
     special_markers = (_M3_OPEN, _M3_CLOSE)
-    openers = ((_M3_OPEN, "reasoning"), (_M3_CLOSE, "after"))
+    openers = ((_M3_OPEN, Think.REASONING), (_M3_CLOSE, Think.AFTER))
 
 
 register_reasoning_parser(MiniMaxM3ThinkParser, "mm_think")

@@ -6,14 +6,15 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from .base import register_tool_parser
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 
 
 class NemotronJsonParser(BlockParser):
     """A JSON list of call objects (or bare objects) between ``<TOOLCALL>`` and ``</TOOLCALL>``."""
 
     name = "nemotron_json"
-    starts: ClassVar[Mapping[str, str]] = {"<TOOLCALL>": "block"}
+    starts: ClassVar[Mapping[str, State]] = {"<TOOLCALL>": Block.GAP}
     end = "</TOOLCALL>"
 
 
