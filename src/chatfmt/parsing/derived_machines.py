@@ -10,9 +10,9 @@ from typing import ClassVar
 
 from .base import FormatParser
 from .blocks import BlockParser, RawArgs
-from .chatglm import GLM45Parser
+from ..families.glm.parser import GLM45Parser
 from .derived_format import DerivedFormat
-from .llama3 import Llama3JsonParser
+from ..families.llama.parser import Llama3JsonParser
 
 _MAX_HEAD = 512
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]*")

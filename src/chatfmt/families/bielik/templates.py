@@ -1,0 +1,33 @@
+"""SpeakLeash Bielik v3: ChatML with Hermes-style tool calls and ``<think>`` reasoning.
+
+The official template (``Bielik-11B-v3.0-Instruct.jinja``) writes ``{{ bos_token }}``
+first, tool calls as ``<tool_call>\\n{json}\\n</tool_call>``, tool results as user turns
+starting with ``<|function_output|>``, and opens ``<think>\\n`` in the generation prompt
+when ``enable_thinking`` is set.
+
+Sampling: chatfmt's defaults (no recommendation published in the sources consulted);
+``session_len`` is the model's context length.
+"""
+
+from __future__ import annotations
+
+from ...config import GenerationConfig
+from ...jinja.packaged import PackagedTemplate
+from ...template import Template
+
+TEMPLATES: tuple[Template, ...] = (
+    PackagedTemplate(
+        "Bielik-11B-v3.0-Instruct.jinja",
+        name="bielik-v3",
+        aliases=("bielik-11b-v3", "bielik-11b-v3.0-instruct"),
+        model_ids=("speakleash/Bielik-11B-v3.0-Instruct",),
+        tool_parser="hermes",
+        reasoning_parser="think",
+        generation=GenerationConfig(stop_words=("<|im_end|>", "</s>"), session_len=32768),
+        variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
+        description=(
+            "Bielik 11B v3.0 (official Jinja): ChatML with <s>, <tool_call>{json}</tool_call> "
+            "calls, <think> reasoning with enable_thinking."
+        ),
+    ),
+)

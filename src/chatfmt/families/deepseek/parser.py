@@ -1,0 +1,139 @@
+"""DeepSeek V3 / V3.1 / R1 tool calls.
+
+V3: ``<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS\\n```<｜tool▁call▁end｜>…<｜tool▁calls▁end｜>``;
+V3.1: ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>``. Both are accepted by both names:
+after ``<｜tool▁sep｜>`` a JSON value means the V3.1 form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...parsing.base import register_tool_parser
+from ...parsing.blocks import BlockParser, RawArgs
+
+CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+_MAX_HEAD = 512
+
+
+class DeepSeekV3Parser(BlockParser):
+    """See module doc."""
+
+    name = "deepseek_v3"
+    special_markers = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP)
+    starts: ClassVar[Mapping[str, str]] = {CALLS_BEGIN: "ds_gap", CALL_BEGIN: "ds_head"}
+    end = CALL_END
+
+    _head = ""
+
+    def _s_ds_gap(self) -> bool:
+        if not self.skip_ws():
+            return False
+        for marker, state in ((CALL_BEGIN, "ds_head"), (CALLS_END, "text")):
+            hit = self.at_marker(marker)
+            if hit is None:
+                return False
+            if hit:
+                self.state = state
+                return True
+        self.end_block()
+        return True
+
+    def _line(self, *ends: str) -> tuple[str, str | None] | None:
+        end, marker, resume = self.end_set(*ends).split(self.buf, self.pos, self.real)
+        if marker is None and not self.final and len(self.buf) - self.pos < _MAX_HEAD:
+            return None
+        if marker is None:
+            end = resume = len(self.buf)
+        text = self.buf[self.pos : end]
+        self.pos = resume
+        return text, marker
+
+    def _s_ds_head(self) -> bool:
+        got = self._line(SEP, CALL_END)
+        if got is None:
+            return False
+        self._head, marker = got[0].strip(), got[1]
+        if marker != SEP:
+            index = self.out.start_call(self._head, error="no arguments")
+            self.out.args(index, "")
+            self.state = "ds_gap"
+            return True
+        self.state = "ds_after_sep"
+        return True
+
+    def _s_ds_after_sep(self) -> bool:
+        if not self.skip_ws():
+            if self.final:
+                self.out.start_call(self._head, error="truncated")
+                return False
+            return False
+        if self.buf[self.pos] in "{[":
+            self.raw = RawArgs(self.out, self.out.start_call(self._head))
+            self.state = "ds_args"
+            return True
+        got = self._line("\n", CALL_END)
+        if got is None:
+            return False
+        name, marker = got[0].strip(), got[1]
+        index = self.out.start_call(name)
+        if marker != "\n":
+            self.out.fail(index, "no arguments")
+            self.state = "ds_gap"
+            return True
+        self.raw = RawArgs(self.out, index)
+        self.state = "ds_fence"
+        return True
+
+    def _s_ds_fence(self) -> bool:
+        if not self.skip_ws():
+            return self._s_ds_args() if self.final else False
+        hit = self.at_marker("```")
+        if hit is None:
+            return False
+        if hit:
+            nl = self.buf.find("\n", self.pos)
+            if nl < 0:
+                if not self.final:
+                    self.pos -= 3
+                    return False
+                nl = len(self.buf) - 1
+            self.pos = nl + 1
+        self.state = "ds_args"
+        return True
+
+    def _s_ds_args(self) -> bool:
+        status = self.feed_raw_args()
+        if status is None:
+            return False
+        self.state = "ds_junk" if status == "failed" else "ds_tail"
+        return True
+
+    def _s_ds_tail(self) -> bool:
+        if not self.skip_ws():
+            return False
+        hit = self.at_marker("```")
+        if hit is None:
+            return False
+        if hit:
+            return True
+        hit = self.at_marker(CALL_END)
+        if hit is None:
+            return False
+        if hit:
+            self.state = "ds_gap"
+            return True
+        self.end_block()
+        return True
+
+    def _s_ds_junk(self) -> bool:
+        self.cur_end = CALL_END
+        done = self._s_junk()
+        if self.state == "text":
+            self.state = "ds_gap"
+        return done
+
+
+register_tool_parser(DeepSeekV3Parser, "deepseek_v31", "deepseek", "deepseek_r1")

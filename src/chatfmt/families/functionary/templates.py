@@ -1,0 +1,40 @@
+"""MeetKai Functionary v3.1 and v3.2 (Llama 3.1 based): official Jinja templates with parsers.
+
+v3.1 writes Llama 3.1's custom tool calls ``<function=NAME>{…}</function>`` (and
+``<|python_tag|>`` code) and ends a turn with calls at ``<|eom_id|>``; v3.2 writes
+``>>>RECIPIENT\\n`` segments (``all`` = text for the user), its generation prompt
+ending with ``>>>``.
+"""
+
+from __future__ import annotations
+
+from ...config import GenerationConfig
+from ...jinja.packaged import PackagedTemplate
+from ...template import Template
+
+_BOS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+#: Llama 3.1's context and sampling defaults (the models are Llama 3.1 fine-tunes).
+_GEN = GenerationConfig(
+    stop_words=("<|eot_id|>", "<|end_of_text|>"), temperature=0.6, top_p=0.9, session_len=131072
+)
+
+TEMPLATES: tuple[Template, ...] = (
+    PackagedTemplate(
+        "meetkai-functionary-medium-v3.1.jinja",
+        name="functionary-v3.1",
+        model_ids=("meetkai/functionary-medium-v3.1", "meetkai/functionary-small-v3.1"),
+        tool_parser="functionary_v31",
+        generation=_GEN.replace(stop_words=("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")),
+        variables=_BOS,
+        description="Functionary v3.1: Llama 3.1 turns, <function=NAME>{…}</function> calls",
+    ),
+    PackagedTemplate(
+        "meetkai-functionary-medium-v3.2.jinja",
+        name="functionary-v3.2",
+        model_ids=("meetkai/functionary-medium-v3.2", "meetkai/functionary-small-v3.2"),
+        tool_parser="functionary_v32",
+        generation=_GEN,
+        variables=_BOS,
+        description="Functionary v3.2: Llama 3 turns, >>>recipient segments (all = text)",
+    ),
+)

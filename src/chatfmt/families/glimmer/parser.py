@@ -1,0 +1,91 @@
+"""Muse Glimmer (ATEM): channel segments and ``<atem:function_calls>`` blocks.
+
+The generation prompt ends with ``<|start|>assistant``; the model writes segments
+``␣to=RECIPIENT<|message|>BODY``, separated by ``<|eom|><|start|>assistant`` and
+ended by ``<|eot|>`` (the end of turn). Recipient ``self`` is reasoning; any other
+body is the answer, in which ``<atem:function_calls>`` blocks are tool calls
+(``<atem:invoke name="f"><atem:parameter name="k">v</atem:parameter>…``, read by
+the shared :class:`~.invoke.InvokeParser` machine). Output without a segment
+header is content.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...parsing.base import WS, register_tool_parser
+from ...parsing.invoke import MAX_HEADER, InvokeParser
+
+_START, _MESSAGE, _EOM = "<|start|>", "<|message|>", "<|eom|>"
+_CALLS, _CALLS_END = "<atem:function_calls>", "</atem:function_calls>"
+_ROLE = "assistant"
+_TO = "to="
+#: Recipients whose segment is reasoning.
+REASONING_RECIPIENTS = ("self",)
+
+
+class GlimmerParser(InvokeParser):
+    """Segments (state ``segment``: the header; ``reasoning``; ``text``) around ATEM calls."""
+
+    name = "glimmer"
+    special_markers = (_START, _MESSAGE, _EOM)
+    starts: ClassVar[Mapping[str, str]] = {_CALLS: "calls", _EOM: "segment"}
+    end = _CALLS_END
+    invoke_open = "<atem:invoke"
+    invoke_close = "</atem:invoke>"
+    param_open = "<atem:parameter"
+    param_close = "</atem:parameter>"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.state = "segment"
+
+    def _s_segment(self) -> bool:
+        """A segment header ``[<|start|>][assistant] to=X<|message|>``; anything else is text.
+
+        Nothing is consumed until the header is decided (it is at most
+        :data:`~.invoke.MAX_HEADER` long).
+        """
+        buf, p, n = self.buf, self.pos, len(self.buf)
+        for literal in (_START, _ROLE):
+            if buf.startswith(literal, p):
+                p += len(literal)
+            elif p + len(literal) > n and literal.startswith(buf[p:]) and not self.final:
+                return False
+        while p < n and buf[p] in WS:
+            p += 1
+        if p == n and not self.final:
+            return False
+        recipient: str | None = None
+        if buf.startswith(_TO, p):
+            at = buf.find(_MESSAGE, p, p + MAX_HEADER)
+            if at >= 0:
+                recipient = buf[p + len(_TO) : at].strip()
+                p = at + len(_MESSAGE)
+            elif not self.final and n - p < MAX_HEADER:
+                return False
+        elif buf.startswith(_MESSAGE, p):
+            recipient, p = "", p + len(_MESSAGE)
+        elif not self.final and (_TO.startswith(buf[p:]) or _MESSAGE.startswith(buf[p:])):
+            return False
+        if recipient is None or (recipient and recipient.split()[0] != recipient):
+            self.state = "text"  # not a header: the text is content
+            return True
+        self.pos = p
+        self.state = "reasoning" if recipient in REASONING_RECIPIENTS else "text"
+        return True
+
+    def _s_reasoning(self) -> bool:
+        end, marker, resume = self.end_set(_EOM).split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        self.out.reasoning(self.buf[self.pos : end])
+        self.pos = resume
+        if marker is None:
+            return False
+        self.state = "segment"
+        return True
+
+
+register_tool_parser(GlimmerParser, "muse_glimmer", "atem")

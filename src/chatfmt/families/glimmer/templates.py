@@ -1,0 +1,25 @@
+"""Muse Glimmer (ATEM): the official Jinja template with its parser.
+
+Harmony-like segments: ``<|start|>assistant to=RECIPIENT<|message|>…`` ended by
+``<|eom|>`` (more segments follow) or ``<|eot|>`` (end of turn); ``to=self`` is
+reasoning, tool calls are ``<atem:function_calls>`` blocks (parser ``glimmer``).
+No public model id is known, so it is registered under its name only.
+"""
+
+from __future__ import annotations
+
+from ...config import GenerationConfig
+from ...jinja.packaged import PackagedTemplate
+from ...template import Template
+
+MUSE_GLIMMER = PackagedTemplate(
+    "muse-glimmer.jinja",
+    name="muse-glimmer",
+    aliases=("glimmer",),
+    tool_parser="glimmer",
+    generation=GenerationConfig(stop_words=("<|eot|>",)),
+    description="Muse Glimmer (official Jinja; to=self reasoning, <atem:function_calls> calls)",
+)
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (MUSE_GLIMMER,)

@@ -1,0 +1,433 @@
+"""ChatGLM3, GLM-4 and GLM-4.5/4.6 tool calls.
+
+* ChatGLM3: each assistant segment starts with a metadata line (empty for text,
+  a tool name, or ``interpreter``); a tool segment is
+  ```` ```python\\ntool_call(k=v, …)\\n``` ````, turned into JSON arguments.
+* GLM-4: metadata line = tool name, then the JSON arguments (``python`` = code).
+* GLM-4.5/4.6: ``<tool_call>name<arg_key>k</arg_key><arg_value>v</arg_value>…</tool_call>``;
+  a value is a string when the tool schema says so, else JSON when it parses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...parsing.base import register_tool_parser
+from ...parsing.blocks import BlockParser, CodeBody, RawArgs
+from ...parsing.json_stream import loads_or_none
+from ...parsing.literals import KwargsCall
+
+_ASSISTANT = "<|assistant|>"
+_META = re.compile(r"[ \t]*([A-Za-z_][\w.\-]*)?[ \t]*")
+_CODE_NAMES = ("interpreter", "python")
+_MAX_LINE = 256
+
+
+class ChatGLM3Parser(BlockParser):
+    """Segments separated by ``<|assistant|>``, each with a metadata line (see module doc)."""
+
+    name = "chatglm3"
+    code_calls = True
+    special_markers = (_ASSISTANT,)
+    starts: ClassVar[Mapping[str, str]] = {_ASSISTANT: "meta"}
+    #: How a tool segment's arguments are written.
+    kwargs_form = True
+
+    code: CodeBody | None = None
+    raw: RawArgs | None = None
+    kwargs: KwargsCall | None = None
+    _meta = ""
+    _lstrip = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.state = "meta"
+
+    def _s_meta(self) -> bool:
+        m = _META.match(self.buf, self.pos)
+        assert m is not None
+        end = m.end()
+        if end == len(self.buf) and not self.final and end - self.pos < _MAX_LINE:
+            return False
+        if end < len(self.buf) and self.buf[end] == "\n":
+            meta = m.group(1) or ""
+            self._meta = self.buf[self.pos : end + 1]
+            self.pos = end + 1
+            if not meta:
+                self._lstrip = True
+                self.state = "text"
+            elif meta in _CODE_NAMES:
+                self.code = CodeBody(self.out, self.out.start_call("code_interpreter", code=True))
+                self.state = "code"
+            else:
+                self._name = meta
+                self.state = "body"
+            return True
+        self.state = "text"  # no metadata line: plain text
+        return True
+
+    _name = ""
+
+    def _s_text(self) -> bool:
+        if self._lstrip:
+            if not self.skip_ws():
+                return False
+            self._lstrip = False
+        return super()._s_text()
+
+    def _s_body(self) -> bool:
+        """After a tool-name line: decide whether a call follows."""
+        start = self.pos
+        if not self.skip_ws():
+            self.pos = start
+            if self.final:
+                self.out.content(self._meta + self.buf[self.pos :])
+                self.pos = len(self.buf)
+                self.state = "text"
+                return True
+            return False
+        rest = self.buf[self.pos : self.pos + 10]
+        for opener in ("```", "tool_call(", "{"):
+            if rest.startswith(opener):
+                index = self.out.start_call(self._name)
+                self.state = "fence" if opener == "```" else "args"
+                self._index = index
+                return True
+            if opener.startswith(rest) and not self.final:
+                self.pos = start
+                return False
+        self.pos = start
+        self.out.content(self._meta)  # not a call: the line was text
+        self.state = "text"
+        return True
+
+    _index = 0
+
+    def _s_fence(self) -> bool:
+        nl = self.buf.find("\n", self.pos)
+        if nl < 0:
+            if not self.final and len(self.buf) - self.pos < _MAX_LINE:
+                return False
+            nl = len(self.buf) - 1
+        self.pos = nl + 1
+        self.state = "args"
+        return True
+
+    def _s_args(self) -> bool:
+        if self.raw is None and self.kwargs is None:
+            if not self.skip_ws():
+                if self.final:
+                    self.out.fail(self._index, "truncated")
+                    self.state = "text"
+                    return True
+                return False
+            rest = self.buf[self.pos : self.pos + 10]
+            if rest.startswith("{"):
+                self.raw = RawArgs(self.out, self._index)
+            elif self.kwargs_form and rest.startswith("tool_call("):
+                self.pos += len("tool_call(")
+                self.kwargs = KwargsCall(self.out, self._index)
+            elif "tool_call(".startswith(rest) and self.kwargs_form and not self.final:
+                return False
+            else:
+                self.out.fail(self._index, "no arguments found")
+                self.junk_index = self._index
+                self.cur_end = _ASSISTANT
+                self.state = "junk"
+                return True
+        if self.raw is not None:
+            self.pos = self.raw.feed(self.buf, self.pos)
+            if self.raw.status is None and self.final:
+                self.raw.close()
+            if self.raw.status is None:
+                return False
+            self.raw = None
+        else:
+            assert self.kwargs is not None
+            self.pos = self.kwargs.feed(self.buf, self.pos, self.final)
+            if not self.kwargs.finished:
+                return False
+            self.kwargs = None
+        self.state = "tail"
+        return True
+
+    def _s_tail(self) -> bool:
+        """After the arguments: the closing fence, then text."""
+        if not self.skip_ws():
+            return False
+        hit = self.at_marker("```")
+        if hit is None:
+            return False
+        self.state = "text"
+        return True
+
+    def _s_code(self) -> bool:
+        code = self.code
+        assert code is not None
+        end, marker, _resume = self.end_set(_ASSISTANT).split(self.buf, self.pos, self.real)
+        last = marker is not None or self.final
+        if self.final and marker is None:
+            end = len(self.buf)
+        code.feed(self.buf[self.pos : end], last)
+        self.pos = end  # a following <|assistant|> starts the next segment
+        if not last:
+            return False
+        self.code = None
+        self.state = "text"
+        return True
+
+
+class GLM4Parser(ChatGLM3Parser):
+    """GLM-4 (``glm-4-9b-chat``): tool name line, then the JSON arguments."""
+
+    name = "glm4"
+    kwargs_form = False
+
+
+# ---------------------------------------------------------------------- GLM-4.5
+_TC, _TC_END = "<tool_call>", "</tool_call>"
+_K, _K_END, _V, _V_END = "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"
+_MALFORMED = "malformed <arg_key>/<arg_value> pairs"
+
+
+def _decode_value(raw: str, schema_type: Any) -> Any:
+    """An ``<arg_value>``: the text for string parameters, else JSON when it parses."""
+    if schema_type == "string":
+        return raw
+    ok, value = loads_or_none(raw)
+    if ok:
+        return value
+    text = raw.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        ok, value = loads_or_none(text)
+        return value if ok else text[1:-1]
+    if '\\"' in text:  # JSON written with escaped quotes (e.g. [{\"a\": 1}])
+        ok, unescaped = loads_or_none('"' + text + '"')
+        if ok:
+            ok, value = loads_or_none(unescaped)
+            if ok:
+                return value
+    return raw
+
+
+class GLM45Parser(BlockParser):
+    """GLM-4.5 / 4.6 ``<tool_call>`` blocks with ``<arg_key>``/``<arg_value>`` pairs."""
+
+    name = "glm45"
+    special_markers = (_TC, _TC_END, _K, _K_END, _V, _V_END)
+    starts: ClassVar[Mapping[str, str]] = {_TC: "name"}
+    end = _TC_END
+    #: The pair markers (a parser derived from a template with another spelling sets them).
+    key_open: ClassVar[str] = _K
+    key_close: ClassVar[str] = _K_END
+    value_open: ClassVar[str] = _V
+    value_close: ClassVar[str] = _V_END
+
+    _index = 0
+    _first = True
+    _key = ""
+
+    @property
+    def _call_close(self) -> str:
+        return self.end or ""
+
+    def enter(self, marker: str) -> None:
+        super().enter(marker)
+        self._parts: list[str] = []
+
+    def _schema_type(self, key: str) -> Any:
+        schema = self.out.tool_schema(self._name)
+        if isinstance(schema, dict):
+            prop = (schema.get("properties") or {}).get(key)
+            if isinstance(prop, dict):
+                return prop.get("type")
+        return None
+
+    _name = ""
+
+    def _s_name(self) -> bool:
+        if not self.skip_ws():
+            if self.final:
+                self.end_block()
+                return True
+            return False
+        end, marker, resume = self.end_set(self.key_open, self._call_close, "\n").split(
+            self.buf, self.pos, self.real
+        )
+        if marker is None and not self.final and len(self.buf) - self.pos < _MAX_LINE:
+            return False
+        if marker is None:
+            end = resume = len(self.buf)
+        name = self.buf[self.pos : end].strip()
+        while name.endswith("\\n"):
+            name = name[:-2].rstrip()
+        if not name:
+            if marker is None:  # nothing but the marker: no call
+                self.pos = resume
+                self.end_block()
+                return True
+            self.junk_index = self.out.start_call("", error="no tool name")
+            self.state = "junk"
+            return True
+        if marker is None:  # the stream ended inside the name line: the name may be cut
+            index = self.out.start_call(name, error="truncated")
+            self.out.args(index, "")
+            self.pos = resume
+            self.end_block()
+            return True
+        self._name = name
+        self._index = self.out.start_call(name)
+        self._first = True
+        self.pos = end if marker != "\n" else resume
+        self.state = "pairs"
+        return True
+
+    def skip_gap(self) -> bool:
+        """Skip whitespace and literal ``\\n`` (GLM-4.6 sometimes writes escapes); False at buffer end."""
+        while True:
+            if not self.skip_ws():
+                return False
+            if self.buf.startswith("\\n", self.pos):
+                self.pos += 2
+                continue
+            # a lone backslash at the end may be the start of a literal \n
+            return not (
+                self.buf[self.pos] == "\\" and self.pos + 1 == len(self.buf) and not self.final
+            )
+
+    def _s_pairs(self) -> bool:
+        if not self.skip_gap():
+            if self.final:
+                return self._close_call()
+            return False
+        found = self.at_any(self.key_open, self._call_close)
+        if found is None:
+            return False
+        if found == self._call_close:
+            return self._close_call()
+        if found:
+            self._parts = []
+            self.state = "key"
+            return True
+        if self.final:  # the stream ends here, after complete pairs
+            rest = self.buf[self.pos :]
+            if self._call_close.startswith(
+                rest
+            ):  # "</tool_c": the call is complete, the cut tag is text
+                self.pos = len(self.buf)
+                self._close_call()
+                self.out.content(rest)
+                return True
+            if self.key_open.startswith(rest):  # "<arg_k": a further argument was cut off
+                return self._broken("truncated")
+        return self._broken()
+
+    def _close_call(self) -> bool:
+        self.out.args(self._index, "{}" if self._first else "}")
+        self.out.check_arguments(self._index)
+        self.end_block()
+        return True
+
+    def _broken(self, reason: str = _MALFORMED) -> bool:
+        """Flag the call (its text so far stays its arguments); the rest of the block is junk."""
+        self.out.fail(self._index, reason)
+        self.junk_index = self._index
+        self.state = "junk"
+        return True
+
+    def _collect(self, closing: str) -> bool | None:
+        """Gather text up to ``closing``; True when found, None when waiting, False if broken."""
+        # A value ends only at </arg_value> (values are raw text and may contain other markers).
+        breakers = (
+            (closing,)
+            if closing == self.value_close
+            else (closing, self._call_close, self.key_open, self.value_open)
+        )
+        end, marker, resume = self.end_set(*breakers).split(self.buf, self.pos, self.real)
+        if marker is None and self.final:
+            end = len(self.buf)
+        self._parts.append(self.buf[self.pos : end])
+        self.pos = end
+        if marker is None:
+            return False if self.final else None
+        if marker != closing:
+            return False
+        self.pos = resume
+        return True
+
+    def _s_key(self) -> bool:
+        got = self._collect(self.key_close)
+        if got is None:
+            return False
+        if not got:
+            self._junk_parts(self.key_open)
+            return self._broken("truncated" if self.pos == len(self.buf) else _MALFORMED)
+        self._key = "".join(self._parts).strip()
+        self._parts = []
+        self.state = "value_head"
+        return True
+
+    def _junk_parts(self, opener: str) -> None:
+        self.out.args(self._index, opener + "".join(self._parts))
+        self._parts = []
+
+    def _s_value_head(self) -> bool:
+        if not self.skip_gap():
+            if self.final:
+                self.out.args(self._index, self.key_open + self._key + self.key_close)
+                return self._broken("truncated")
+            return False
+        hit = self.at_marker(self.value_open)
+        if hit is None:
+            return False
+        if not hit:
+            self.out.args(self._index, self.key_open + self._key + self.key_close)
+            cut = self.final and self.value_open.startswith(self.buf[self.pos :])
+            return self._broken("truncated" if cut else _MALFORMED)
+        self.state = "value"
+        return True
+
+    def _s_value(self) -> bool:
+        if self.final and self._cut_in_value_end():
+            return True
+        got = self._collect(self.value_close)
+        if got is None:
+            return False
+        if not got:
+            self._junk_parts(self.key_open + self._key + self.key_close + self.value_open)
+            return self._broken("truncated")
+        self._pair()
+        self.state = "pairs"
+        return True
+
+    def _cut_in_value_end(self) -> bool:
+        """At the end of the stream: a value followed by a cut ``</arg_value>`` (at least ``</``)
+        is complete — the call is closed and the cut tag released as text."""
+        end, marker, _ = self.end_set(self.value_close).split(self.buf, self.pos, self.real)
+        if marker is not None or not self.buf.startswith("</", end):
+            return False
+        self._parts.append(self.buf[self.pos : end])
+        rest = self.buf[end:]
+        self.pos = len(self.buf)
+        self._pair()
+        self._close_call()
+        self.out.content(rest)
+        return True
+
+    def _pair(self) -> None:
+        """Emit the collected value of ``self._key`` as the next JSON member."""
+        value = _decode_value("".join(self._parts), self._schema_type(self._key))
+        self._parts = []
+        piece = (
+            json.dumps(self._key, ensure_ascii=False) + ": " + json.dumps(value, ensure_ascii=False)
+        )
+        self.out.args(self._index, ("{" if self._first else ", ") + piece)
+        self._first = False
+
+
+register_tool_parser(ChatGLM3Parser)
+register_tool_parser(GLM4Parser, "glm-4")
+register_tool_parser(GLM45Parser, "glm4_moe", "glm46", "glm4.5", "glm4.6")

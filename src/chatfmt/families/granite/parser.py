@@ -1,0 +1,106 @@
+"""Granite (``<|tool_call|>[…]`` and ``<tool_call>{…}</tool_call>``; Granite 3 thinking
+``<think>…</think><response>…</response>``) and Phi-4 (``functools[…]``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from ...parsing.base import WS, register_reasoning_parser, register_tool_parser
+from ...parsing.blocks import BlockParser
+from ...parsing.markers import marker_set
+from ...parsing.reasoning import ThinkParser
+
+
+class GraniteParser(BlockParser):
+    """Granite 3.x writes ``<|tool_call|>`` and a JSON list; Granite 4 uses Hermes-style blocks."""
+
+    name = "granite"
+    special_markers = ("<|tool_call|>", "<tool_call>", "</tool_call>")
+    starts: ClassVar[Mapping[str, str]] = {"<|tool_call|>": "block", "<tool_call>": "block"}
+    ends: ClassVar[Mapping[str, str | None]] = {
+        "<|tool_call|>": None,
+        "<tool_call>": "</tool_call>",
+    }
+
+
+class Phi4Parser(BlockParser):
+    """Phi-4-mini: ``functools[{"name": …, "arguments": …}, …]``."""
+
+    name = "phi4"
+    special_markers = ("functools",)
+    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
+
+
+register_tool_parser(GraniteParser, "granite3", "granite4")
+register_tool_parser(Phi4Parser, "phi4_mini_json")
+
+
+_RESPONSE, _RESPONSE_END = "<response>", "</response>"
+
+
+class GraniteThinkParser(ThinkParser):
+    """Granite 3.x thinking (``thinking=True``): ``<think>reasoning</think><response>answer</response>``.
+
+    The ``<response>`` wrapper is markup: its answer goes to the tool parser
+    (content and calls), the tags and the whitespace just inside them are dropped.
+    Text after ``</response>`` stays content (with the whitespace before it). A
+    truncated answer (no ``</response>``) is the answer so far; a tag cut off at
+    the end is text.
+    """
+
+    name = "granite"
+    special_markers: ClassVar[tuple[str, ...]] = (
+        *ThinkParser.special_markers,
+        _RESPONSE,
+        _RESPONSE_END,
+    )
+    openers: ClassVar[tuple[tuple[str, str], ...]] = (
+        *ThinkParser.openers,
+        (_RESPONSE, "response_lead"),
+    )
+    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ((_RESPONSE, "response_lead"),)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._response_end = marker_set((_RESPONSE_END,), frozenset(self.special_markers))
+        self._answer_ws = ""  # held trailing whitespace of the answer
+
+    def _s_response_lead(self) -> bool:
+        if not self.skip_ws() and not self.final:
+            return False
+        self.state = "response"
+        return True
+
+    def _s_response(self) -> bool:
+        buf = self.buf
+        end, marker, resume = self._response_end.split(buf, self.pos, self.real)
+        at = self.pos - len(self._answer_ws)  # the held whitespace came right before pos
+        if marker is None and self.final:  # truncated: the answer so far, unstripped
+            self.feed_inner(self._answer_ws + buf[self.pos :], at)
+            self._answer_ws = ""
+            self.pos = len(buf)
+            return False
+        text = self._answer_ws + buf[self.pos : end]
+        body = text.rstrip(WS)
+        self._answer_ws = text[len(body) :] if marker is None else ""
+        self.feed_inner(body, at)
+        self.pos = resume
+        if marker is None:
+            return False
+        self.state = "tail"
+        return True
+
+    def _s_tail(self) -> bool:
+        """After ``</response>``: whitespace up to the end is dropped; text after it is content."""
+        start = self.pos
+        if not self.skip_ws():
+            if not self.final:
+                self.pos = start  # undecided: kept until text follows or the stream ends
+            return False
+        self.pos = start
+        self.state = "inner"
+        return True
+
+
+register_reasoning_parser(GraniteThinkParser)

@@ -1,0 +1,66 @@
+"""InternLM2 / InternLM2.5 / InternLM3: ``<|action_start|><|plugin|>{json}<|action_end|>`` and
+``<|action_start|><|interpreter|>code<|action_end|>`` (several per turn).
+
+Engines detokenize the two special tokens with nothing, a space or a newline
+between them; all are accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...parsing.base import register_tool_parser
+from ...parsing.blocks import BlockParser, CodeBody
+
+_START, _END, _PLUGIN, _INTERP = (
+    "<|action_start|>",
+    "<|action_end|>",
+    "<|plugin|>",
+    "<|interpreter|>",
+)
+
+
+class InternLM2Parser(BlockParser):
+    """Plugin calls are JSON objects (``name`` + ``parameters``/``arguments``); interpreter calls are code."""
+
+    name = "internlm2"
+    code_calls = True
+    special_markers = (_START, _END, _PLUGIN, _INTERP)
+    starts: ClassVar[Mapping[str, str]] = {_START: "kind"}
+    end = _END
+    single = True
+
+    code_end = _END
+
+    def _s_kind(self) -> bool:
+        start = self.pos
+        if not self.skip_ws():
+            self.pos = start
+            if self.final:
+                self._not_action()
+                return True
+            return False
+        for marker, state in ((_PLUGIN, "gap"), (_INTERP, "code")):
+            hit = self.at_marker(marker)
+            if hit is None:
+                self.pos = start
+                return False
+            if hit:
+                if state == "code":
+                    self.code = CodeBody(
+                        self.out, self.out.start_call("code_interpreter", code=True)
+                    )
+                self.state = state
+                return True
+        self.pos = start
+        self._not_action()
+        return True
+
+    def _not_action(self) -> None:
+        """``<|action_start|>`` not followed by a kind token: it is text (what follows is text too)."""
+        self.out.content(_START)
+        self.end_block()
+
+
+register_tool_parser(InternLM2Parser, "internlm", "internlm3", "interns1")

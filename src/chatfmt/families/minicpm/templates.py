@@ -1,0 +1,31 @@
+"""OpenBMB MiniCPM5: the official Jinja template with the ``minicpm5`` and ``think`` parsers.
+
+ChatML turns (``<|im_start|>``/``<|im_end|>``); calls ``<function name="…"><param
+name="…">…</param></function>`` (CDATA for values with ``<``, ``&`` or newlines);
+``enable_thinking`` prefills ``<think>\\n`` (or an empty block when false). 131,072-token
+context; sampling from the model card's no-think mode (temperature 0.7, top_p 0.95; thinking:
+0.9 / 0.95).
+"""
+
+from __future__ import annotations
+
+from ...config import GenerationConfig
+from ...jinja.packaged import PackagedTemplate
+from ...template import Template
+
+MINICPM5 = PackagedTemplate(
+    "openbmb-MiniCPM5-1B.jinja",
+    name="minicpm5",
+    aliases=("minicpm-5",),
+    model_ids=("openbmb/MiniCPM5-1B", "openbmb/MiniCPM5-1B-SFT"),
+    tool_parser="minicpm5",
+    reasoning_parser="think",
+    generation=GenerationConfig(
+        session_len=131072, stop_words=("<|im_end|>",), top_p=0.95, temperature=0.7
+    ),
+    variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
+    description="MiniCPM5: ChatML, <think>, <function name=…><param name=…>…</param></function>.",
+)
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (MINICPM5,)

@@ -1,0 +1,20 @@
+"""NVIDIA Nemotron Nano v2: ``<TOOLCALL>[{"name": …, "arguments": …}, …]</TOOLCALL>``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...parsing.base import register_tool_parser
+from ...parsing.blocks import BlockParser
+
+
+class NemotronJsonParser(BlockParser):
+    """A JSON list of call objects (or bare objects) between ``<TOOLCALL>`` and ``</TOOLCALL>``."""
+
+    name = "nemotron_json"
+    starts: ClassVar[Mapping[str, str]] = {"<TOOLCALL>": "block"}
+    end = "</TOOLCALL>"
+
+
+register_tool_parser(NemotronJsonParser)

@@ -1,0 +1,37 @@
+"""ByteDance Seed-OSS: ``<seed:bos>role\\n…<seed:eos>`` turns, ``<seed:think>`` reasoning and
+``<seed:tool_call><function=…><parameter=…>`` XML tool calls.
+
+Shipped as its official Jinja template (option ``thinking_budget``: ``0`` closes the
+thinking block in the generation prompt, a positive budget asks the model to write
+``<seed:cot_budget_reflect>`` notes inside its reasoning, which stay reasoning text).
+"""
+
+from __future__ import annotations
+
+from ...config import GenerationConfig
+from ...jinja.packaged import PackagedTemplate
+from ...template import Template
+
+SEED_OSS = PackagedTemplate(
+    "ByteDance-Seed-OSS.jinja",
+    name="seed-oss",
+    aliases=("seed_oss", "seed-oss-36b"),
+    model_ids=("ByteDance-Seed/Seed-OSS-36B-Instruct",),
+    model_patterns=(r"seed-oss.*instruct",),
+    tool_parser="seed_oss",
+    reasoning_parser="seed_think",
+    generation=GenerationConfig(
+        session_len=524288,
+        stop_words=("<seed:eos>",),
+        temperature=1.1,
+        top_p=0.95,
+    ),
+    variables={"bos_token": "<seed:bos>", "eos_token": "<seed:eos>"},
+    description=(
+        "Seed-OSS-36B-Instruct: <seed:bos>role\\n…<seed:eos> turns, <seed:think> reasoning, "
+        "calls <seed:tool_call><function=name><parameter=k>v</parameter></function>."
+    ),
+)
+
+#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+TEMPLATES: tuple[Template, ...] = (SEED_OSS,)
