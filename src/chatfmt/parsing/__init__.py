@@ -9,7 +9,6 @@ The message ends at the template's end-of-turn marker; ``ParsedMessage`` carries
 
 from __future__ import annotations
 
-from . import _families  # noqa: F401  (registers the family parsers)
 from .base import (
     REASONING_PARSERS,
     TOOL_PARSERS,

@@ -34,7 +34,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import WS, register_tool_parser
+from .base import WS
 from .blocks import BlockParser
 from .json_stream import loads_or_none
 from .xml_values import JsonMembers, parameter_schema, typed_value
@@ -335,104 +335,6 @@ def invoke_parser(
     return type(f"InvokeParser_{name}", (InvokeParser,), attrs)
 
 
-# ---------------------------------------------------------------------- MiniMax-M2
-_MM_CALL, _MM_CALL_END = "<minimax:tool_call>", "</minimax:tool_call>"
-
-
-class MiniMaxM2Parser(InvokeParser):
-    """MiniMax-M2 / M2.1: ``<minimax:tool_call><invoke name="f"><parameter name="k">v…``."""
-
-    name = "minimax_m2"
-    special_markers = (_MM_CALL, _MM_CALL_END)
-    starts: ClassVar[Mapping[str, str]] = {_MM_CALL: "calls"}
-    end = _MM_CALL_END
-
-
-# ---------------------------------------------------------------------- DeepSeek DSML
-_DSML = "｜DSML｜"
-_FC, _FC_END = f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"
-_TC, _TC_END = f"<{_DSML}tool_calls>", f"</{_DSML}tool_calls>"
-
-
-class DeepSeekDSMLParser(InvokeParser):
-    """DeepSeek V3.2 (``function_calls``) and V4 (``tool_calls``) DSML blocks.
-
-    ``string="true"`` values are text, ``string="false"`` values JSON; a type the
-    tool schema declares wins over the attribute (as the model's own prompt asks
-    for schema-conforming values).
-    """
-
-    name = "deepseek_v32"
-    starts: ClassVar[Mapping[str, str]] = {_FC: "calls", _TC: "calls"}
-    ends: ClassVar[Mapping[str, str | None]] = {_FC: _FC_END, _TC: _TC_END}
-    invoke_open = f"<{_DSML}invoke"
-    invoke_close = f"</{_DSML}invoke>"
-    param_open = f"<{_DSML}parameter"
-    param_close = f"</{_DSML}parameter>"
-
-    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
-        if _declares_type(schema):
-            return typed_value(text, schema)
-        if attrs.get("string", "").strip().lower() == "false":
-            ok, value = loads_or_none(text.strip())
-            if ok:
-                return value
-        return text
-
-
-# ---------------------------------------------------------------------- MiniMax-M3
-MM3_NS = "]<]minimax[>["
-_MAX_DEPTH = 64
-
-
-class MiniMaxM3Parser(InvokeParser):
-    """MiniMax-M3: ``NS<tool_call>`` wrapper, ``NS<invoke name="f">``, parameters as
-    elements ``NS<k>v NS</k>`` whose nested objects / arrays are child elements
-    (``NS`` = ``]<]minimax[>[``; see module doc)."""
-
-    name = "minimax_m3"
-    starts: ClassVar[Mapping[str, str]] = {MM3_NS + "<tool_call>": "calls"}
-    end = MM3_NS + "</tool_call>"
-    invoke_open = MM3_NS + "<invoke"
-    invoke_close = MM3_NS + "</invoke>"
-    param_open = MM3_NS + "<"
-
-    _depth = 0
-
-    def _s_param_head(self) -> bool:
-        got = self.read_header()
-        if got is None:
-            return False
-        key, complete = got
-        self._raw += key + (">" if complete else "")
-        if not complete or not key or key.startswith("/"):
-            return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
-        self._key, self._attrs, self._parts, self._depth = key, {}, [], 0
-        self.state = "value"
-        return True
-
-    def value_markers(self) -> tuple[str, ...]:
-        return (f"{MM3_NS}<{self._key}>", f"{MM3_NS}</{self._key}>")
-
-    def value_marker(self, marker: str) -> bool:
-        """Nested elements named like the parameter: count them, keep them as value text."""
-        if marker.startswith(MM3_NS + "</"):
-            if not self._depth:
-                return False
-            self._depth -= 1
-        else:
-            self._depth += 1
-        self._parts.append(marker)
-        return True
-
-    def cut_close(self, cut: str) -> bool:
-        closer = f"{MM3_NS}</{self._key}>"
-        return cut.startswith(MM3_NS + "</") and closer.startswith(cut) and not self._depth
-
-    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
-        return element_value(text, schema)
-
-
 def _children(text: str) -> list[tuple[str, str]] | None:
     """The ``NS<tag>…NS</tag>`` children of an element's text, or None if it is not
     a sequence of elements (text outside them, unbalanced tags)."""
@@ -518,8 +420,3 @@ def _schema_kinds(schema: Any) -> list[str]:
     if not found and isinstance(schema.get("properties"), Mapping):
         found.append("object")
     return found
-
-
-register_tool_parser(MiniMaxM2Parser, "minimax-m2")
-register_tool_parser(DeepSeekDSMLParser, "deepseek_v4", "deepseek-v32", "deepseek-v4", "dsml")
-register_tool_parser(MiniMaxM3Parser, "minimax-m3")

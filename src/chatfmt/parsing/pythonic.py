@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from .base import Emitter, register_tool_parser
+from .base import Emitter
 from .blocks import BlockParser
 from .literals import NotLiteral, python_literal
 from .special import SpecialTokens
@@ -449,16 +449,5 @@ class PythonicParser(BlockParser):
             self.args = None
 
 
-class LFM2Parser(PythonicParser):
-    """LFM2 / LFM2.5: ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>`` (pythonic or JSON inside)."""
 
-    name = "lfm2"
-    special_markers: ClassVar[tuple[str, ...]] = ("<|tool_call_start|>", "<|tool_call_end|>")
-    starts: ClassVar[Mapping[str, str]] = {"<|tool_call_start|>": "py_block"}
-    ends: ClassVar[Mapping[str, str | None]] = {"<|tool_call_start|>": "<|tool_call_end|>"}
-
-
-register_tool_parser(PythonicParser, "llama4_pythonic", "llama32_pythonic")
-register_tool_parser(LFM2Parser)
-
-__all__ = ["LFM2Parser", "PythonicArgs", "PythonicParser", "call_head"]
+__all__ = ["PythonicArgs", "PythonicParser", "call_head"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import WS, Emitter, FormatParser, register_reasoning_parser
+from .base import WS, Emitter, FormatParser
 from .markers import marker_set
 from .special import SpecialTokens
 
@@ -164,5 +164,3 @@ def think_parser(name: str, open_marker: str, close_marker: str) -> type[ThinkPa
     }
     return type(f"ThinkParser_{name}", (ThinkParser,), attrs)
 
-
-register_reasoning_parser(ThinkParser, "deepseek_r1", "qwen3")

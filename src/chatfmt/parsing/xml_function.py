@@ -353,22 +353,3 @@ class Qwen3CoderParser(BlockParser):
             raw = _P + self._key + ">" + self._dropped + "".join(self._parts) + text
             self.out.args(self._index, raw)
         return self._broken("truncated")
-
-
-class SeedOssParser(Qwen3CoderParser):
-    """Seed-OSS: the same calls inside ``<seed:tool_call>…</seed:tool_call>``."""
-
-    name = "seed_oss"
-    close_marker = "</seed:tool_call>"
-    value_newlines = False
-    special_markers = ("<seed:tool_call>", "</seed:tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "fn_name"}
-    end = "</seed:tool_call>"
-
-
-register_tool_parser(Qwen3CoderParser, "qwen3_xml", "qwen3coder", "qwen35")
-register_tool_parser(SeedOssParser)
-
-#: Seed-OSS reasoning: ``<seed:think>…</seed:think>`` (budget notes inside stay reasoning text).
-SeedThinkParser = think_parser("seed_think", "<seed:think>", "</seed:think>")
-register_reasoning_parser(SeedThinkParser)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import WS, register_reasoning_parser, register_tool_parser
+from ...parsing.base import WS
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.reasoning import think_parser
@@ -93,6 +93,3 @@ class ApertusParser(BlockParser):
 
 
 ApertusThinkParser = think_parser("apertus", "<|inner_prefix|>", "<|inner_suffix|>")
-
-register_tool_parser(ApertusParser)
-register_reasoning_parser(ApertusThinkParser)

@@ -10,14 +10,16 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import ApertusThinkParser
+from .parser import ApertusParser
 
 APERTUS = PackagedTemplate(
     "Apertus-8B-Instruct.jinja",
     name="apertus",
     aliases=("apertus-instruct",),
     model_ids=("swiss-ai/Apertus-8B-Instruct-2509", "swiss-ai/Apertus-70B-Instruct-2509"),
-    tool_parser="apertus",
-    reasoning_parser="apertus",
+    tool_parser=ApertusParser,
+    reasoning_parser=ApertusThinkParser,
     generation=GenerationConfig(
         session_len=65536, stop_words=("<|assistant_end|>",), top_p=0.9, temperature=0.8
     ),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import WS, register_reasoning_parser, register_tool_parser
+from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import ThinkParser
 
@@ -67,7 +67,3 @@ class AprielReasoningParser(ThinkParser):
     close_marker = _BEGIN
     special_markers = (_HEAD, _BEGIN)
     openers = ((_HEAD, "reasoning"),)
-
-
-register_tool_parser(AprielParser)
-register_reasoning_parser(AprielReasoningParser)

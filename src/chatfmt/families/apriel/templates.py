@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import AprielParser, AprielReasoningParser
 
 _GENERATION = GenerationConfig(
     session_len=131072, stop_words=("<|end|>", "</s>"), top_p=1.0, temperature=0.6
@@ -21,8 +22,8 @@ APRIEL_15 = PackagedTemplate(
     name="apriel-1.5",
     aliases=("apriel1.5",),
     model_ids=("ServiceNow-AI/Apriel-1.5-15b-Thinker", "unsloth/Apriel-1.5-15b-Thinker"),
-    tool_parser="apriel",
-    reasoning_parser="apriel",
+    tool_parser=AprielParser,
+    reasoning_parser=AprielReasoningParser,
     generation=_GENERATION,
     variables=_VARIABLES,
     description="Apriel 1.5 Thinker (Unsloth's template): <|system|>/<|user|>/<|assistant|>, "
@@ -34,8 +35,8 @@ APRIEL_16 = PackagedTemplate(
     name="apriel-1.6",
     aliases=("apriel1.6",),
     model_ids=("ServiceNow-AI/Apriel-1.6-15b-Thinker",),
-    tool_parser="apriel",
-    reasoning_parser="apriel",
+    tool_parser=AprielParser,
+    reasoning_parser=AprielReasoningParser,
     generation=_GENERATION,
     variables=_VARIABLES,
     description="Apriel 1.6 Thinker: <|begin_user|>/<|begin_assistant|>, reasoning prefilled, "

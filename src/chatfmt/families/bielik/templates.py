@@ -14,6 +14,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..hermes.parser import HermesParser
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -21,8 +23,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="bielik-v3",
         aliases=("bielik-11b-v3", "bielik-11b-v3.0-instruct"),
         model_ids=("speakleash/Bielik-11B-v3.0-Instruct",),
-        tool_parser="hermes",
-        reasoning_parser="think",
+        tool_parser=HermesParser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(stop_words=("<|im_end|>", "</s>"), session_len=32768),
         variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
         description=(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_reasoning_parser, register_tool_parser
+
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
 
@@ -78,8 +78,5 @@ class CommandRParser(BlockParser):
         return True
 
 
-register_tool_parser(CommandRParser, "command-r", "command_r7b", "cohere")
-
 #: Reasoning in ``<|START_THINKING|>…<|END_THINKING|>``, also when the prompt opened it.
 CommandAThinkParser = think_parser("command_a", _THINK, _THINK_END)
-register_reasoning_parser(CommandAThinkParser, "cohere_think")

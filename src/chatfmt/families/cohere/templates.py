@@ -20,6 +20,8 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
+from .parser import CommandAThinkParser
+from .parser import CommandRParser
 
 _SOT = "<|START_OF_TURN_TOKEN|>"
 _EOT = "<|END_OF_TURN_TOKEN|>"
@@ -266,7 +268,7 @@ class CommandR(Template):
         "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
     )
     supports_tools = True
-    tool_parser = "command_r"
+    tool_parser_class = CommandRParser
     control_tokens = (
         "<BOS_TOKEN>",
         _SOT,
@@ -547,7 +549,7 @@ class CommandR7B(Template):
     )
     supports_tools = True
     supports_reasoning = True
-    tool_parser = "command_r"
+    tool_parser_class = CommandRParser
     control_tokens = (
         "<BOS_TOKEN>",
         _SOT,
@@ -756,8 +758,8 @@ NORTH = PackagedTemplate(
     name="cohere2moe",
     aliases=("north-mini-code",),
     model_ids=("CohereLabs/North-Mini-Code-1.0",),
-    tool_parser="command_r",
-    reasoning_parser="command_a",
+    tool_parser=CommandRParser,
+    reasoning_parser=CommandAThinkParser,
     generation=GenerationConfig(session_len=262144, stop_words=(_EOT,)),
     variables={"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
     description="Cohere2MoE / North: <|START_THINKING|> prefilled, <|START_TEXT|>, <|START_ACTION|>.",

@@ -30,6 +30,8 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, _json_dumps
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from ...parsing.reasoning import ThinkParser
+from .dsml_parser import DeepSeekDSMLParser
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -69,8 +71,8 @@ class DeepSeekV32Template(Template):
     official_templates = ("deepseek-ai-DeepSeek-V3.2.jinja",)
     supports_tools = True
     supports_reasoning = True
-    tool_parser = "deepseek_v32"
-    reasoning_parser = "think"
+    tool_parser_class = DeepSeekDSMLParser
+    reasoning_parser_class = ThinkParser
     control_tokens = (BOS, EOS, USER, ASSISTANT, THINK, THINK_END)
     generation_config = GenerationConfig(
         session_len=163_840, stop_words=(EOS,), temperature=1.0, top_p=0.95
@@ -202,8 +204,8 @@ DEEPSEEK_V4 = PackagedTemplate(
     "deepseek-ai-DeepSeek-V4.jinja",
     name="deepseek-v4",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"),
-    tool_parser="deepseek_v4",
-    reasoning_parser="think",
+    tool_parser=DeepSeekDSMLParser,
+    reasoning_parser=ThinkParser,
     generation=_V4_GENERATION,
     variables=_TOKENS,
     description="DeepSeek V4 (official Jinja; <｜DSML｜tool_calls> calls, thinking option)",
@@ -212,8 +214,8 @@ DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
     name="deepseek-v4-flash-0731",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash-0731",),
-    tool_parser="deepseek_v4",
-    reasoning_parser="think",
+    tool_parser=DeepSeekDSMLParser,
+    reasoning_parser=ThinkParser,
     generation=_V4_GENERATION,
     variables=_TOKENS,
     description="DeepSeek V4-Flash-0731 (official Jinja; as V4, reasoning_effort high/max)",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser, RawArgs
 
 CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
@@ -134,6 +134,3 @@ class DeepSeekV3Parser(BlockParser):
         if self.state == "text":
             self.state = "ds_gap"
         return done
-
-
-register_tool_parser(DeepSeekV3Parser, "deepseek_v31", "deepseek", "deepseek_r1")

@@ -42,6 +42,8 @@ from ...template import (
     refuse_text_with_calls,
     refuse_think_cut,
 )
+from ...parsing.reasoning import ThinkParser
+from .parser import DeepSeekV3Parser
 
 BOS = "<｜begin▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -228,7 +230,7 @@ class DeepSeekV3Template(Template):
     source = "official Jinja: deepseek-ai-DeepSeek-V3.jinja (tokenizer_config.json chat_template)"
     official_templates: tuple[str, ...] = ("deepseek-ai-DeepSeek-V3.jinja",)
     supports_tools = True
-    tool_parser = "deepseek_v3"
+    tool_parser_class = DeepSeekV3Parser
     control_tokens = _V3_TOKENS
     generation_config = _V3_GEN
     #: R1 distills: one system message only, '</think>' history is cut, '<think>\n' prompt.
@@ -360,7 +362,7 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     source = "official Jinja: deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja"
     official_templates: tuple[str, ...] = ("deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",)
     supports_reasoning = True
-    reasoning_parser = "think"
+    reasoning_parser_class = ThinkParser
     generation_config = _V3_GEN.replace(session_len=131072)
     r1_style = True
 
@@ -419,8 +421,8 @@ class DeepSeekV31Template(Template):
     official_templates = ("deepseek-ai-DeepSeek-V3.1.jinja",)
     supports_tools = True
     supports_reasoning = True
-    tool_parser = "deepseek_v31"
-    reasoning_parser = "think"
+    tool_parser_class = DeepSeekV3Parser
+    reasoning_parser_class = ThinkParser
     control_tokens = _V3_TOKENS
     generation_config = _V3_GEN.replace(session_len=131072)
     default_options: ClassVar[Mapping[str, Any]] = {"thinking": None, "enable_thinking": None}

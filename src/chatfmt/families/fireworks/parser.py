@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 
 
@@ -19,6 +19,3 @@ class FireFunctionV2Parser(BlockParser):
 
     name = "firefunction_v2"
     starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
-
-
-register_tool_parser(FireFunctionV2Parser, "firefunction")

@@ -21,6 +21,7 @@ from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
 
+from .parser import FireFunctionV2Parser
 
 def _functions(tools: Any) -> str:
     try:
@@ -59,7 +60,7 @@ TEMPLATES: tuple[Template, ...] = (
         "fireworks-ai-llama-3-firefunction-v2.jinja",
         name="firefunction-v2",
         model_ids=("fireworks-ai/llama-3-firefunction-v2",),
-        tool_parser="firefunction_v2",
+        tool_parser=FireFunctionV2Parser,
         generation=GenerationConfig(
             stop_words=("<|eot_id|>", "<|end_of_text|>"),
             temperature=0.6,

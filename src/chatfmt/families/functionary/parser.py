@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import Emitter, register_tool_parser
+from ...parsing.base import Emitter
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.special import SpecialTokens
 
@@ -269,7 +269,3 @@ class FunctionaryV32Parser(FunctionTagCalls):
             self.pos = start  # text after a call without a new segment: content
             self.end_block()
         return True
-
-
-register_tool_parser(FunctionaryV31Parser, "functionary_v3_1", "functionary_v3_llama_3_1")
-register_tool_parser(FunctionaryV32Parser, "functionary_v3_2", "functionary")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import FunctionaryV31Parser, FunctionaryV32Parser
 
 _BOS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
 #: Llama 3.1's context and sampling defaults (the models are Llama 3.1 fine-tunes).
@@ -23,7 +24,7 @@ TEMPLATES: tuple[Template, ...] = (
         "meetkai-functionary-medium-v3.1.jinja",
         name="functionary-v3.1",
         model_ids=("meetkai/functionary-medium-v3.1", "meetkai/functionary-small-v3.1"),
-        tool_parser="functionary_v31",
+        tool_parser=FunctionaryV31Parser,
         generation=_GEN.replace(stop_words=("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")),
         variables=_BOS,
         description="Functionary v3.1: Llama 3.1 turns, <function=NAME>{…}</function> calls",
@@ -32,7 +33,7 @@ TEMPLATES: tuple[Template, ...] = (
         "meetkai-functionary-medium-v3.2.jinja",
         name="functionary-v3.2",
         model_ids=("meetkai/functionary-medium-v3.2", "meetkai/functionary-small-v3.2"),
-        tool_parser="functionary_v32",
+        tool_parser=FunctionaryV32Parser,
         generation=_GEN,
         variables=_BOS,
         description="Functionary v3.2: Llama 3 turns, >>>recipient segments (all = text)",

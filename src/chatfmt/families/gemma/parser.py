@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import WS, Emitter, register_reasoning_parser, register_tool_parser
+from ...parsing.base import WS, Emitter
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import ThinkParser
 from ...parsing.special import SpecialTokens
@@ -420,7 +420,3 @@ class Gemma4Reasoning(ThinkParser):
             return False
         self.state = "reasoning"
         return True
-
-
-register_tool_parser(Gemma4Parser)
-register_reasoning_parser(Gemma4Reasoning)

@@ -15,6 +15,7 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user
+from .parser import Gemma4Parser, Gemma4Reasoning
 
 _START = "<start_of_turn>"
 _END = "<end_of_turn>"
@@ -182,8 +183,8 @@ GEMMA4 = PackagedTemplate(
         "google/gemma-4-E2B-it",
     ),
     aliases=("gemma-4",),
-    tool_parser="gemma4",
-    reasoning_parser="gemma4",
+    tool_parser=Gemma4Parser,
+    reasoning_parser=Gemma4Reasoning,
     generation=_GEMMA4_GENERATION,
     variables=_GEMMA4_VARIABLES,
     description="Gemma 4 (<|turn> turns, <|tool_call> calls, <|channel>thought reasoning)",
@@ -191,8 +192,8 @@ GEMMA4 = PackagedTemplate(
 GEMMA4_INTERLEAVED = PackagedTemplate(
     "google-gemma-4-31B-it-interleaved.jinja",
     name="gemma4-interleaved",
-    tool_parser="gemma4",
-    reasoning_parser="gemma4",
+    tool_parser=Gemma4Parser,
+    reasoning_parser=Gemma4Reasoning,
     generation=_GEMMA4_GENERATION,
     variables=_GEMMA4_VARIABLES,
     description="Gemma 4 with reasoning kept between tool calls (interleaved thinking variant)",

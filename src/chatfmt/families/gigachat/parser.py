@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 
 _SEP, _ROLE_SEP, _CALL = "<|message_sep|>", "<|role_sep|>", "<|function_call|>"
@@ -74,7 +74,3 @@ class GigaChat31Parser(GigaChat3Parser):
     special_markers = (_CALL,)
     starts: ClassVar[Mapping[str, str]] = {_CALL: "block"}
     ends: ClassVar[Mapping[str, str | None]] = {_CALL: None}
-
-
-register_tool_parser(GigaChat3Parser, "gigachat")
-register_tool_parser(GigaChat31Parser, "gigachat31")

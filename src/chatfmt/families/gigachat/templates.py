@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import GigaChat31Parser, GigaChat3Parser
 
 _VARIABLES = {"bos_token": "<s>", "eos_token": "</s>"}
 
@@ -22,7 +23,7 @@ GIGACHAT3 = PackagedTemplate(
         "ai-sage/GigaChat3-10B-A1.8B-bf16",
         "ai-sage/GigaChat3-702B-A36B-preview",
     ),
-    tool_parser="gigachat3",
+    tool_parser=GigaChat3Parser,
     generation=GenerationConfig(session_len=262144, stop_words=("</s>",)),
     variables=_VARIABLES,
     description="GigaChat 3: role<|role_sep|>\\n…<|message_sep|>, function call<|role_sep|>\\n{…}.",
@@ -32,7 +33,7 @@ GIGACHAT31 = PackagedTemplate(
     "GigaChat3.1-10B-A1.8B.jinja",
     name="gigachat3.1",
     model_ids=("ai-sage/GigaChat3.1-10B-A1.8B", "ai-sage/GigaChat3.1-10B-A1.8B-bf16"),
-    tool_parser="gigachat3.1",
+    tool_parser=GigaChat31Parser,
     generation=GenerationConfig(session_len=262144, stop_words=("<|message_sep|>", "</s>")),
     variables=_VARIABLES,
     description="GigaChat 3.1: role<|role_sep|>\\n…, <|function_call|>{…}<|message_sep|>.",

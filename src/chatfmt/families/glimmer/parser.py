@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import WS, register_tool_parser
+from ...parsing.base import WS
 from ...parsing.invoke import MAX_HEADER, InvokeParser
 
 _START, _MESSAGE, _EOM = "<|start|>", "<|message|>", "<|eom|>"
@@ -86,6 +86,3 @@ class GlimmerParser(InvokeParser):
             return False
         self.state = "segment"
         return True
-
-
-register_tool_parser(GlimmerParser, "muse_glimmer", "atem")

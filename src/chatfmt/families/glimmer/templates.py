@@ -11,12 +11,13 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import GlimmerParser
 
 MUSE_GLIMMER = PackagedTemplate(
     "muse-glimmer.jinja",
     name="muse-glimmer",
     aliases=("glimmer",),
-    tool_parser="glimmer",
+    tool_parser=GlimmerParser,
     generation=GenerationConfig(stop_words=("<|eot|>",)),
     description="Muse Glimmer (official Jinja; to=self reasoning, <atem:function_calls> calls)",
 )

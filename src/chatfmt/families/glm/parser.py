@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser, CodeBody, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.literals import KwargsCall
@@ -426,8 +426,3 @@ class GLM45Parser(BlockParser):
         )
         self.out.args(self._index, ("{" if self._first else ", ") + piece)
         self._first = False
-
-
-register_tool_parser(ChatGLM3Parser)
-register_tool_parser(GLM4Parser, "glm-4")
-register_tool_parser(GLM45Parser, "glm4_moe", "glm46", "glm4.5", "glm4.6")

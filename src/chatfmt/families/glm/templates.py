@@ -20,6 +20,8 @@ from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
 from ..internlm.templates import function_objects, tools_json
+from ...parsing.reasoning import ThinkParser
+from .parser import ChatGLM3Parser, GLM45Parser, GLM4Parser
 
 _STOP_ROLES = ("user", "observation")
 
@@ -151,7 +153,7 @@ class ChatGLM3Template(Template):
         "<|observation|>",
     )
     official_templates = ("THUDM-chatglm3-6b.jinja",)
-    tool_parser = "chatglm3"
+    tool_parser_class = ChatGLM3Parser
     default_options: ClassVar[Mapping[str, Any]] = {
         "prefix_space": True,
         "tools_json": "seed",
@@ -294,7 +296,7 @@ class GLM4Template(Template):
     supports_tools = True
     control_tokens = _GLM_TOKENS
     official_templates = ("THUDM-glm-4-9b-chat.jinja",)
-    tool_parser = "glm4"
+    tool_parser_class = GLM4Parser
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         w = _RoleWriter(ctx.builder())
@@ -411,8 +413,8 @@ class GLM45Template(Template):
         "</tool_response>",
     )
     official_templates = ("GLM-4.6.jinja",)
-    tool_parser = "glm45"
-    reasoning_parser = "think"
+    tool_parser_class = GLM45Parser
+    reasoning_parser_class = ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -539,8 +541,8 @@ class GLM47Template(Template):
     supports_reasoning = True
     control_tokens = GLM45Template.control_tokens
     official_templates = ("GLM-4.7-Flash.jinja",)
-    tool_parser = "glm45"
-    reasoning_parser = "think"
+    tool_parser_class = GLM45Parser
+    reasoning_parser_class = ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True, "clear_thinking": True}
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:

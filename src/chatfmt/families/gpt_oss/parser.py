@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from ...parsing.base import FormatParser, register_tool_parser
+from ...parsing.base import FormatParser
 from ...parsing.json_stream import JsonScanner
 from ...parsing.markers import MarkerSet, marker_set
 
@@ -299,6 +299,3 @@ def _read_header(header: str, role_given: bool) -> tuple[str, str | None, str | 
         if word.startswith("to="):
             recipient = word[3:]
     return role, recipient, channel
-
-
-register_tool_parser(HarmonyParser, "gpt_oss", "openai")

@@ -26,7 +26,8 @@ from ...errors import UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
-from ..qwen.templates import require_messages, require_text, tojson
+from ..chatml.render import require_messages, require_text, tojson
+from .parser import HarmonyParser
 
 START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
 CONSTRAIN, RETURN, CALL = "<|constrain|>", "<|return|>", "<|call|>"
@@ -271,7 +272,7 @@ class GptOssTemplate(Template):
     control_tokens = CONTROL_TOKENS
     supports_tools = True
     supports_reasoning = True
-    tool_parser = "harmony"
+    tool_parser_class = HarmonyParser
     default_options: ClassVar[Mapping[str, Any]] = {
         "reasoning_effort": "medium",
         "model_identity": DEFAULT_IDENTITY,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import WS, register_reasoning_parser, register_tool_parser
+from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import ThinkParser
@@ -22,18 +22,6 @@ class GraniteParser(BlockParser):
         "<|tool_call|>": None,
         "<tool_call>": "</tool_call>",
     }
-
-
-class Phi4Parser(BlockParser):
-    """Phi-4-mini: ``functools[{"name": …, "arguments": …}, …]``."""
-
-    name = "phi4"
-    special_markers = ("functools",)
-    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
-
-
-register_tool_parser(GraniteParser, "granite3", "granite4")
-register_tool_parser(Phi4Parser, "phi4_mini_json")
 
 
 _RESPONSE, _RESPONSE_END = "<response>", "</response>"
@@ -101,6 +89,3 @@ class GraniteThinkParser(ThinkParser):
         self.pos = start
         self.state = "inner"
         return True
-
-
-register_reasoning_parser(GraniteThinkParser)

@@ -16,6 +16,7 @@ from ...errors import ValidationError
 from ...protocol import Conversation, Message
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_text_with_calls
+from .parser import GraniteParser, GraniteThinkParser
 
 _SOR = "<|start_of_role|>"
 _EOR = "<|end_of_role|>"
@@ -109,9 +110,9 @@ class Granite3(Template):
     source = "official Jinja: ibm-granite-granite-3.3-2B-Instruct.jinja"
     official_templates = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
     supports_tools = True
-    tool_parser = "granite"
+    tool_parser_class = GraniteParser
     #: ``thinking=True`` output: ``<think>…</think><response>…</response>``.
-    reasoning_parser = "granite"
+    reasoning_parser_class = GraniteThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {
         "documents": None,
         "controls": None,
@@ -250,7 +251,7 @@ class Granite4(Template):
     source = "official Jinja: ibm-granite-granite-4.0.jinja"
     official_templates: tuple[str, ...] = ("ibm-granite-granite-4.0.jinja",)
     supports_tools = True
-    tool_parser = "granite"
+    tool_parser_class = GraniteParser
     default_options: ClassVar[Mapping[str, Any]] = {"documents": None}
     control_tokens = (_SOR, _EOR, _EOT)
     generation_config = GenerationConfig(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 
 
@@ -16,6 +16,3 @@ class HermesParser(BlockParser):
     special_markers = ("<tool_call>", "</tool_call>")
     starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block"}
     end = "</tool_call>"
-
-
-register_tool_parser(HermesParser, "qwen25", "qwen3", "qwen")

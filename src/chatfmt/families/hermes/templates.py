@@ -17,7 +17,9 @@ from ...errors import UnsupportedFeatureError
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_text_with_calls
-from ..qwen.templates import IM_END, IM_START, chatml_turn, function_call, require_text, tojson
+from ..chatml.markers import IM_END, IM_START
+from ..chatml.render import chatml_turn, function_call, require_text, tojson
+from .parser import HermesParser
 
 BOS = "<|begin_of_text|>"
 END_OF_TEXT = "<|end_of_text|>"
@@ -119,7 +121,7 @@ class HermesTemplate(Template):
 
     control_tokens = (BOS, IM_START, IM_END, END_OF_TEXT)
     supports_tools = True
-    tool_parser = "hermes"
+    tool_parser_class = HermesParser
     #: System turn the ``default`` template writes when the first message is not a system one.
     default_system: ClassVar[str | None] = None
     default_options: ClassVar[Mapping[str, Any]] = {}

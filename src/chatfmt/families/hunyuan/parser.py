@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_reasoning_parser, register_tool_parser
+
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
@@ -189,6 +189,3 @@ class HunyuanParser(BlockParser):
 
 
 HunyuanThinkParser = think_parser("hunyuan", "<think:opensource>", "</think:opensource>")
-
-register_tool_parser(HunyuanParser, "hy3")
-register_reasoning_parser(HunyuanThinkParser, "hy3")

@@ -12,6 +12,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import HunyuanThinkParser
+from .parser import HunyuanParser
 
 EOS = "<｜hy_eos:opensource｜>"
 
@@ -20,8 +22,8 @@ HY3 = PackagedTemplate(
     name="hy3",
     aliases=("hunyuan3", "hy3-preview"),
     model_ids=("tencent/Hy3-preview",),
-    tool_parser="hunyuan",
-    reasoning_parser="hunyuan",
+    tool_parser=HunyuanParser,
+    reasoning_parser=HunyuanThinkParser,
     generation=GenerationConfig(session_len=262144, stop_words=(EOS,), top_p=0.9, temperature=0.7),
     description="Hy3: <｜hy_User:opensource｜>/<｜hy_Assistant:opensource｜>, "
     "<think:opensource>, <tool_call:opensource>name<tool_sep:opensource><arg_key:…>/<arg_value:…>.",

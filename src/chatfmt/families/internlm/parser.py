@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser, CodeBody
 
 _START, _END, _PLUGIN, _INTERP = (
@@ -61,6 +61,3 @@ class InternLM2Parser(BlockParser):
         """``<|action_start|>`` not followed by a kind token: it is text (what follows is text too)."""
         self.out.content(_START)
         self.end_block()
-
-
-register_tool_parser(InternLM2Parser, "internlm", "internlm3", "interns1")

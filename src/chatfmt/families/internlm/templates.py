@@ -22,6 +22,7 @@ from ...errors import TemplateError, UnsupportedFeatureError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from .parser import InternLM2Parser
 
 # --------------------------------------------------------------------------- prompts
 #: The code-interpreter system prompt of the InternLM2 chat-format seed (English).
@@ -191,7 +192,7 @@ class InternLM2Template(Template):
         "</s>",
     )
     official_templates: tuple[str, ...] = ("internlm-internlm2-chat-7b.jinja",)
-    tool_parser = "internlm2"
+    tool_parser_class = InternLM2Parser
     default_options: ClassVar[Mapping[str, Any]] = {
         "bos_token": "<s>",
         "interpreter_prompt": INTERPRETER_PROMPT,

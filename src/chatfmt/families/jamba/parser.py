@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 
 
@@ -16,6 +16,3 @@ class JambaParser(BlockParser):
     special_markers = ("<tool_calls>", "</tool_calls>")
     starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block"}
     end = "</tool_calls>"
-
-
-register_tool_parser(JambaParser)

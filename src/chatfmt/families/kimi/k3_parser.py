@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import Emitter, register_reasoning_parser, register_tool_parser
+from ...parsing.base import Emitter
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
 from ...parsing.special import SpecialTokens
@@ -240,7 +240,4 @@ class KimiK3Parser(BlockParser):
         return False
 
 
-register_tool_parser(KimiK3Parser)
-KimiK3Think = register_reasoning_parser(
-    think_parser("kimi_k3", open_tag("think"), close_tag("think"))
-)
+KimiK3Think = think_parser("kimi_k3", open_tag("think"), close_tag("think"))

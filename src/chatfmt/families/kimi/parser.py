@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.base import register_reasoning_parser, register_tool_parser
+
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import ThinkParser
@@ -138,9 +138,6 @@ class KimiK2Parser(BlockParser):
         return more
 
 
-register_tool_parser(KimiK2Parser, "kimi", "kimi_k2_thinking")
-
-
 class KimiK2ThinkParser(ThinkParser):
     """Kimi-K2-Thinking: ``<think>…</think>``; a tool-call section (or call) that starts
     inside the block also ends it (the model calls tools before closing its thinking)."""
@@ -163,6 +160,3 @@ class KimiK2ThinkParser(ThinkParser):
                     self.state = "inner"
                     break
         return more
-
-
-register_reasoning_parser(KimiK2ThinkParser, "kimi_k2_thinking")

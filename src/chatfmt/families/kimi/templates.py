@@ -15,7 +15,10 @@ from .parser import ARG_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END
 from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
-from ..qwen.templates import function_call, tojson
+from ..chatml.render import function_call, tojson
+from .k3_parser import KimiK3Think
+from .k3_parser import KimiK3Parser
+from .parser import KimiK2Parser, KimiK2ThinkParser
 
 _IM_END = "<|im_end|>"
 _IM_SYSTEM, _IM_USER, _IM_ASSISTANT, _IM_MIDDLE = (
@@ -59,7 +62,7 @@ class KimiK2Template(Template):
         CALL_END,
     )
     supports_tools = True
-    tool_parser = "kimi_k2"
+    tool_parser_class = KimiK2Parser
     generation_config = _K2
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -124,7 +127,7 @@ TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "moonshotai-Kimi-K2.jinja",
         name="kimi-k2-0711",
-        tool_parser="kimi_k2",
+        tool_parser=KimiK2Parser,
         generation=_K2,
         description="the first Kimi-K2-Instruct template (July 2025; as in GGUF files of that "
         "time): the same format with a per-message call index",
@@ -133,8 +136,8 @@ TEMPLATES: tuple[Template, ...] = (
         "Kimi-K2-Thinking.jinja",
         name="kimi-k2-thinking",
         model_ids=("moonshotai/Kimi-K2-Thinking",),
-        tool_parser="kimi_k2",
-        reasoning_parser="kimi_k2",
+        tool_parser=KimiK2Parser,
+        reasoning_parser=KimiK2ThinkParser,
         generation=GenerationConfig(
             stop_words=(_IM_END,), temperature=1.0, top_p=1.0, session_len=262144
         ),
@@ -144,8 +147,8 @@ TEMPLATES: tuple[Template, ...] = (
         "Kimi-K3.jinja",
         name="kimi-k3",
         model_ids=("moonshotai/Kimi-K3",),
-        tool_parser="kimi_k3",
-        reasoning_parser="kimi_k3",
+        tool_parser=KimiK3Parser,
+        reasoning_parser=KimiK3Think,
         generation=GenerationConfig(
             stop_words=("<|end_of_msg|>",), temperature=1.0, top_p=1.0, session_len=262144
         ),

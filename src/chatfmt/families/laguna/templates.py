@@ -17,6 +17,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..glm.parser import GLM45Parser
 
 EOS = "〈|EOS|〉"
 _GENERATION = GenerationConfig(stop_words=("</assistant>", EOS), session_len=131072)
@@ -29,8 +31,8 @@ def _laguna(file: str, name: str, ids: tuple[str, ...], aliases: tuple[str, ...]
         name=name,
         aliases=aliases,
         model_ids=ids,
-        tool_parser="glm45",
-        reasoning_parser="think",
+        tool_parser=GLM45Parser,
+        reasoning_parser=ThinkParser,
         generation=_GENERATION,
         variables=_VARIABLES,
         description=(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from .parser import LFM2Parser
 
 _VARIABLES = {"bos_token": "<|startoftext|>", "eos_token": "<|im_end|>"}
 _STOP = ("<|im_end|>",)
@@ -33,8 +35,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="lfm2",
         model_ids=("LiquidAI/LFM2-8B-A1B",),
         aliases=("lfm2-8b-a1b",),
-        tool_parser="lfm2",
-        reasoning_parser="think",
+        tool_parser=LFM2Parser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(
             stop_words=_STOP,
             temperature=0.3,
@@ -51,8 +53,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="lfm2.5-moe",
         model_ids=("LiquidAI/LFM2.5-8B-A1B",),
         aliases=("lfm2.5-8b-a1b",),
-        tool_parser="lfm2",
-        reasoning_parser="think",
+        tool_parser=LFM2Parser,
+        reasoning_parser=ThinkParser,
         generation=_LFM25_GENERATION,
         variables=_VARIABLES,
         description="LFM2.5 MoE (ChatML; <think> reasoning; pythonic tool calls)",
@@ -62,8 +64,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="lfm2.5",
         model_ids=("LiquidAI/LFM2.5-1.2B-Instruct",),
         aliases=("lfm2.5-instruct",),
-        tool_parser="lfm2",
-        reasoning_parser="think",
+        tool_parser=LFM2Parser,
+        reasoning_parser=ThinkParser,
         generation=_LFM25_GENERATION,
         variables=_VARIABLES,
         description="LFM2.5 (ChatML; <think> reasoning; pythonic tool calls)",

@@ -15,6 +15,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..glm.parser import GLM45Parser
 
 ROLE_END = "<|role_end|>"
 
@@ -24,8 +26,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="ling-3.0",
         aliases=("ling-3.0-flash", "bailing-v3"),
         model_ids=("inclusionAI/Ling-3.0-flash", "inclusionAI/Ling-3.0-flash-fp4"),
-        tool_parser="glm45",
-        reasoning_parser="think",
+        tool_parser=GLM45Parser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(stop_words=(ROLE_END, "<|endoftext|>"), session_len=262144),
         variables={"bos_token": "", "eos_token": "<|endoftext|>"},
         description=(

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import CodeBody, JsonCall
 from ..functionary.parser import FUNC_OPEN, FunctionTagCalls
 from ...parsing.literals import KwargsCall
@@ -92,6 +92,3 @@ class Llama3JsonParser(FunctionTagCalls):
         self.block_calls += 1
         self.state = "gap"  # then <|eom_id|> ends the block
         return True
-
-
-register_tool_parser(Llama3JsonParser, "llama3", "llama3.1", "llama3.2", "llama4_json", "llama")

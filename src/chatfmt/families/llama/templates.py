@@ -18,6 +18,7 @@ from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, refuse_text_with_calls
+from .parser import Llama3JsonParser
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -243,7 +244,7 @@ class Llama31Template(Template):
     source = "official Jinja: meta-llama-Llama-3.1-8B-Instruct.jinja"
     official_templates: tuple[str, ...] = ("meta-llama-Llama-3.1-8B-Instruct.jinja",)
     supports_tools = True
-    tool_parser = "llama3_json"
+    tool_parser_class = Llama3JsonParser
     control_tokens = _LLAMA3_TOKENS
     generation_config = _LLAMA3_GEN.replace(session_len=131072, tool_stop_words=(_EOM,))
     default_options: ClassVar[Mapping[str, Any]] = {

@@ -14,6 +14,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..hermes.parser import HermesParser
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -21,8 +23,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="mimo-vl",
         aliases=("mimo-vl-7b",),
         model_ids=("XiaomiMiMo/MiMo-VL-7B-RL", "XiaomiMiMo/MiMo-VL-7B-SFT"),
-        tool_parser="hermes",
-        reasoning_parser="think",
+        tool_parser=HermesParser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(stop_words=("<|im_end|>", "<|endoftext|>"), session_len=32768),
         variables={"bos_token": "", "eos_token": "<|im_end|>"},
         description=(

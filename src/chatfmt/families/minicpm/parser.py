@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
 
@@ -172,6 +172,3 @@ class MiniCPM5Parser(BlockParser):
         self.junk_index = members.index
         self.state = "junk"
         return True
-
-
-register_tool_parser(MiniCPM5Parser, "minicpm")

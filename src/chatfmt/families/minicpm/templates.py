@@ -12,14 +12,16 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from .parser import MiniCPM5Parser
 
 MINICPM5 = PackagedTemplate(
     "openbmb-MiniCPM5-1B.jinja",
     name="minicpm5",
     aliases=("minicpm-5",),
     model_ids=("openbmb/MiniCPM5-1B", "openbmb/MiniCPM5-1B-SFT"),
-    tool_parser="minicpm5",
-    reasoning_parser="think",
+    tool_parser=MiniCPM5Parser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=131072, stop_words=("<|im_end|>",), top_p=0.95, temperature=0.7
     ),

@@ -15,13 +15,15 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
 
 MINIMAX_M1 = PackagedTemplate(
     "MiniMax-M1.jinja",
     name="minimax-m1",
     model_ids=("MiniMaxAI/MiniMax-M1-80k", "MiniMaxAI/MiniMax-M1-40k"),
-    tool_parser="minimax_m1",
-    reasoning_parser="think",
+    tool_parser=MiniMaxM1Parser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         stop_words=("<end_of_sentence>",), temperature=1.0, top_p=0.95, session_len=1_000_000
     ),
@@ -32,8 +34,8 @@ MINIMAX_M2 = PackagedTemplate(
     "MiniMax-M2.jinja",
     name="minimax-m2",
     model_ids=("MiniMaxAI/MiniMax-M2",),
-    tool_parser="minimax_m2",
-    reasoning_parser="think",
+    tool_parser=MiniMaxM2Parser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         stop_words=("[e~[",), temperature=1.0, top_p=0.95, top_k=40, session_len=196_608
     ),
@@ -44,8 +46,8 @@ MINIMAX_M3 = PackagedTemplate(
     "MiniMax-M3.jinja",
     name="minimax-m3",
     model_ids=("MiniMaxAI/MiniMax-M3",),
-    tool_parser="minimax_m3",
-    reasoning_parser="minimax_m3",
+    tool_parser=MiniMaxM3Parser,
+    reasoning_parser=MiniMaxM3ThinkParser,
     generation=GenerationConfig(
         stop_words=("[e~[",), temperature=1.0, top_p=0.95, top_k=40, session_len=1_048_576
     ),

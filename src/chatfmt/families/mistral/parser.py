@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_reasoning_parser, register_tool_parser
+
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
 
@@ -95,9 +95,5 @@ class MistralParser(BlockParser):
         return super()._s_junk()
 
 
-register_tool_parser(MistralParser)
-
-
 #: Magistral / Ministral-3 Reasoning: ``[THINK]reasoning[/THINK]answer`` (the answer to ``mistral``).
 MistralThinkParser = think_parser("mistral_think", "[THINK]", "[/THINK]")
-register_reasoning_parser(MistralThinkParser, "magistral", "ministral3")

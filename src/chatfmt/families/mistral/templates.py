@@ -23,6 +23,8 @@ from ...template import (
     refuse_system_without_user,
     refuse_text_with_calls,
 )
+from .parser import MistralThinkParser
+from .parser import MistralParser
 
 BOS = "<s>"
 EOS = "</s>"
@@ -338,7 +340,7 @@ class MistralV3Template(Template):
     official_templates: tuple[str, ...] = ("mistralai-Mistral-Large-Instruct-2407.jinja",)
     prefix_stable = False  # the system prompt goes into the last user turn
     supports_tools = True
-    tool_parser = "mistral"
+    tool_parser_class = MistralParser
     control_tokens = _TOKENS_V3
     generation_config = GenerationConfig(
         session_len=32768, stop_words=(EOS,), top_p=1.0, temperature=0.7
@@ -473,7 +475,7 @@ class MistralV7Template(Template):
     source = "official Jinja: Mistral-Small-3.2-24B-Instruct-2506.jinja (2501/2503 default system texts differ)"
     official_templates = ("Mistral-Small-3.2-24B-Instruct-2506.jinja",)
     supports_tools = True
-    tool_parser = "mistral"
+    tool_parser_class = MistralParser
     control_tokens = _TOKENS_V7
     generation_config = GenerationConfig(
         session_len=131072, stop_words=(EOS,), top_p=1.0, temperature=0.15
@@ -552,7 +554,7 @@ class DevstralTemplate(Template):
     source = "official Jinja: unsloth-mistral-Devstral-Small-2507.jinja (Unsloth's template)"
     official_templates = ("unsloth-mistral-Devstral-Small-2507.jinja",)
     supports_tools = True
-    tool_parser = "mistral"
+    tool_parser_class = MistralParser
     control_tokens = _TOKENS_V7
     generation_config = GenerationConfig(
         session_len=131072, stop_words=(EOS,), top_p=1.0, temperature=0.15
@@ -614,8 +616,8 @@ MINISTRAL3_REASONING = PackagedTemplate(
         "mistralai/Ministral-3-8B-Reasoning-2512",
         "mistralai/Ministral-3-3B-Reasoning-2512",
     ),
-    tool_parser="mistral",
-    reasoning_parser="mistral_think",
+    tool_parser=MistralParser,
+    reasoning_parser=MistralThinkParser,
     generation=GenerationConfig(session_len=262144, stop_words=(EOS,), top_p=0.95, temperature=0.7),
     variables={"bos_token": BOS, "eos_token": EOS},
     description="Ministral 3 Reasoning: [SYSTEM_PROMPT], [THINK]…[/THINK], [TOOL_CALLS]name[ARGS]….",

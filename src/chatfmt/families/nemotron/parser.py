@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_tool_parser
+
 from ...parsing.blocks import BlockParser
 
 
@@ -15,6 +15,3 @@ class NemotronJsonParser(BlockParser):
     name = "nemotron_json"
     starts: ClassVar[Mapping[str, str]] = {"<TOOLCALL>": "block"}
     end = "</TOOLCALL>"
-
-
-register_tool_parser(NemotronJsonParser)

@@ -10,6 +10,9 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ...parsing.xml_function import Qwen3CoderParser
+from .parser import NemotronJsonParser
 
 NEMOTRON_NANO_V2 = PackagedTemplate(
     "NVIDIA-Nemotron-Nano-v2.jinja",
@@ -21,8 +24,8 @@ NEMOTRON_NANO_V2 = PackagedTemplate(
         "nvidia/NVIDIA-Nemotron-Nano-12B-v2",
     ),
     model_patterns=(r"nemotron-nano-(9|12)b-v2",),
-    tool_parser="nemotron_json",
-    reasoning_parser="think",
+    tool_parser=NemotronJsonParser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=131072,
         stop_words=("<SPECIAL_12>",),
@@ -44,8 +47,8 @@ NEMOTRON3_NANO = PackagedTemplate(
         "nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-FP8",
     ),
     model_patterns=(r"nemotron-3-nano",),
-    tool_parser="qwen3_coder",
-    reasoning_parser="think",
+    tool_parser=Qwen3CoderParser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=262144,
         stop_words=("<|im_end|>",),

@@ -36,6 +36,8 @@ from .templates import (
     require_text,
     tojson,
 )
+from ...parsing.reasoning import ThinkParser
+from ...parsing.xml_function import Qwen3CoderParser
 
 _STOPS = (IM_END, "<|endoftext|>")
 _ASSISTANT = f"{IM_START}assistant\n"
@@ -113,7 +115,7 @@ class Qwen3CoderTemplate(Template):
     official_templates = ("Qwen3-Coder.jinja",)
     control_tokens = QWEN_CONTROL_TOKENS
     supports_tools = True
-    tool_parser = "qwen3_coder"
+    tool_parser_class = Qwen3CoderParser
     default_system: ClassVar[str] = (
         "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."
     )
@@ -289,8 +291,8 @@ class Qwen35Template(Template):
     control_tokens = QWEN_CONTROL_TOKENS
     supports_tools = True
     supports_reasoning = True
-    tool_parser = "qwen3_coder"
-    reasoning_parser = "think"
+    tool_parser_class = Qwen3CoderParser
+    reasoning_parser_class = ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=262144,

@@ -18,16 +18,17 @@ from ...errors import UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...spec import RoleFormat, SpecTemplate, TemplateSpec
+from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
+from ..chatml.render import chatml_turn, function_call, require_messages, require_text, tojson
 from ...template import (
     RenderContext,
     Template,
     refuse_reasoning_after_last_user,
     refuse_think_cut,
 )
+from ...parsing.reasoning import ThinkParser
+from ..hermes.parser import HermesParser
 
-IM_START = "<|im_start|>"
-IM_END = "<|im_end|>"
-ENDOFTEXT = "<|endoftext|>"
 QWEN_CONTROL_TOKENS = (IM_START, IM_END, ENDOFTEXT)
 
 QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -40,49 +41,6 @@ _TOOLS_OUTRO = (
     "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
     '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' + IM_END + "\n"
 )
-
-
-def tojson(value: Any, where: str = "tools") -> str:
-    """Jinja ``tojson`` as transformers defines it: no ASCII escaping, default separators."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"not JSON-serializable ({exc})", field=where) from None
-
-
-def require_text(template: str, m: Message) -> str:
-    """The message content; ``None`` is rejected where the official template concatenates it.
-
-    Documented workaround: an assistant tool-call message with ``content: null`` (what OpenAI
-    clients send) renders as with ``content: ""`` instead of failing like the official template.
-    """
-    if m.content is None and m.tool_calls:
-        return ""
-    if m.content is None:
-        raise ValidationError(
-            f"template {template!r} needs a string content here (the official template fails on "
-            'null content; pass "" instead)',
-            index=m.index,
-            field="content",
-        )
-    return m.content
-
-
-def require_messages(template: str, conv: Conversation) -> None:
-    """Templates that read ``messages[0]`` fail on an empty conversation."""
-    if not conv.messages:
-        raise ValidationError(f"template {template!r} needs at least one message", field="messages")
-
-
-def function_call(template: str, m: Message, call: ToolCall, j: int) -> ToolCall:
-    """A function tool call; code-interpreter calls have no format in these templates."""
-    if call.is_code:
-        raise UnsupportedFeatureError(
-            f"template {template!r} has no code-interpreter call format",
-            index=m.index,
-            field=f"tool_calls[{j}]",
-        )
-    return call
 
 
 def tool_json(tool: Tool, i: int) -> str:
@@ -100,11 +58,6 @@ _RESPONSE_OPEN = {True: _USER_OPEN + "\n<tool_response>\n", False: "\n<tool_resp
 _RESPONSE_CLOSE = {True: "\n</tool_response>" + _END_LINE, False: "\n</tool_response>"}
 
 
-def chatml_turn(b: SegmentBuilder, role: str, text: str, index: int, trained: bool = False) -> None:
-    """``<|im_start|>{role}\\n{text}<|im_end|>\\n`` (the end marker trained for the assistant)."""
-    b.turn(_HEADERS.get(role) or f"{IM_START}{role}\n", text, IM_END, "\n", index, trained)
-
-
 def hermes_call(b: SegmentBuilder, index: int, name: str, arguments: str) -> None:
     """``<tool_call>\\n{"name": "…", "arguments": …}\\n</tool_call>`` as trained segments."""
     b.control('<tool_call>\n{"name": "', index, True)
@@ -119,7 +72,7 @@ class _QwenToolsBase(Template):
 
     control_tokens = QWEN_CONTROL_TOKENS
     supports_tools = True
-    tool_parser = "hermes"
+    tool_parser_class = HermesParser
     #: Text before ``# Tools`` when the first message is not a system message.
     default_system: ClassVar[str | None] = None
     #: Qwen3 writes ``system + "\\n\\n"`` only when there is a system message.
@@ -300,7 +253,7 @@ class Qwen3Template(_QwenToolsBase):
     source = "official Jinja: Qwen-Qwen3-0.6B.jinja"
     official_templates = ("Qwen-Qwen3-0.6B.jinja",)
     supports_reasoning = True
-    reasoning_parser = "think"
+    reasoning_parser_class = ThinkParser
     system_gap_always = False
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
@@ -385,7 +338,7 @@ class QwQTemplate(_QwenToolsBase):
     #: ``<think>\n`` prompt of the original Hugging Face template.
     official_templates = ("Qwen-QwQ-32B.jinja",)
     supports_reasoning = True
-    reasoning_parser = "think"
+    reasoning_parser_class = ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": False}
     generation_config = GenerationConfig(
         session_len=131072,

@@ -14,6 +14,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..hermes.parser import HermesParser
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -21,8 +23,8 @@ TEMPLATES: tuple[Template, ...] = (
         name="reka-edge",
         aliases=("reka-edge-2603",),
         model_ids=("RekaAI/reka-edge-2603",),
-        tool_parser="hermes",
-        reasoning_parser="think",
+        tool_parser=HermesParser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(stop_words=("<sep>", "<|endoftext|>"), session_len=32768),
         variables={"bos_token": "", "eos_token": "<|endoftext|>"},
         description=(

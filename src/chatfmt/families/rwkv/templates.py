@@ -13,6 +13,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
 
 END_OF_TEXT = "<|rwkv_tokenizer_end_of_text|>"
 
@@ -29,7 +30,7 @@ TEMPLATES: tuple[Template, ...] = (
             "fla-hub/rwkv7-0.4B-g1",
             "fla-hub/rwkv7-2.9B-g1",
         ),
-        reasoning_parser="think",
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(
             stop_words=("\n\n", END_OF_TEXT), session_len=4096, temperature=1.0, top_p=0.3
         ),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import SeedThinkParser
+from .parser import SeedOssParser
 
 SEED_OSS = PackagedTemplate(
     "ByteDance-Seed-OSS.jinja",
@@ -18,8 +20,8 @@ SEED_OSS = PackagedTemplate(
     aliases=("seed_oss", "seed-oss-36b"),
     model_ids=("ByteDance-Seed/Seed-OSS-36B-Instruct",),
     model_patterns=(r"seed-oss.*instruct",),
-    tool_parser="seed_oss",
-    reasoning_parser="seed_think",
+    tool_parser=SeedOssParser,
+    reasoning_parser=SeedThinkParser,
     generation=GenerationConfig(
         session_len=524288,
         stop_words=("<seed:eos>",),

@@ -23,7 +23,10 @@ from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message
 from ...segments import Segment
 from ...template import RenderContext, Template, refuse_reasoning_after_last_user
-from ..qwen.templates import IM_END, IM_START, require_text
+from ..chatml.markers import IM_END, IM_START
+from ..chatml.render import require_text
+from ...parsing.reasoning import ThinkParser
+from ..hermes.parser import HermesParser
 
 END_OF_TEXT = "<|end_of_text|>"
 NO_THINK_PREFIX = "<think>\n\n</think>\n"
@@ -61,9 +64,9 @@ class SmolLM3Template(Template):
     official_templates = ("HuggingFaceTB-SmolLM3-3B.jinja",)
     control_tokens = (IM_START, IM_END, END_OF_TEXT)
     supports_reasoning = True
-    reasoning_parser = "think"
+    reasoning_parser_class = ThinkParser
     #: The model calls tools as ``<tool_call>{"name": …, "arguments": …}</tool_call>`` (Hermes).
-    tool_parser = "hermes"
+    tool_parser_class = HermesParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=65536, stop_words=(IM_END, END_OF_TEXT), temperature=0.6, top_p=0.95

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.base import register_reasoning_parser, register_tool_parser
+
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import ThinkParser
 
@@ -130,7 +130,3 @@ class SolarOpenThinkParser(ThinkParser):
     special_markers: ClassVar[tuple[str, ...]] = (_THINK, _END)
     openers: ClassVar[tuple[tuple[str, str], ...]] = ((_THINK, "reasoning"), (_HEADER, "start"))
     after_openers: ClassVar[tuple[tuple[str, str], ...]] = ((_HEADER, "inner"),)
-
-
-register_tool_parser(SolarOpenParser, "solar")
-register_reasoning_parser(SolarOpenThinkParser, "solar")

@@ -12,14 +12,15 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .parser import SolarOpenParser, SolarOpenThinkParser
 
 SOLAR_OPEN = PackagedTemplate(
     "upstage-Solar-Open-100B.jinja",
     name="solar-open",
     aliases=("solar-open-100b",),
     model_ids=("upstage/Solar-Open-100B",),
-    tool_parser="solar_open",
-    reasoning_parser="solar_open",
+    tool_parser=SolarOpenParser,
+    reasoning_parser=SolarOpenThinkParser,
     generation=GenerationConfig(
         session_len=131072, stop_words=("<|flush|>",), tool_stop_words=("<|calls|>",)
     ),

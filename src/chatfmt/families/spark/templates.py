@@ -15,6 +15,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ..glm.parser import GLM45Parser
 
 BOS = "<｜start▁of▁sentence｜>"
 EOS = "<｜end▁of▁sentence｜>"
@@ -29,8 +31,8 @@ TEMPLATES: tuple[Template, ...] = (
             "XHToken/Spark-X2.5-4B",
             "XHToken/Spark-X2.5-4B-FP8",
         ),
-        tool_parser="glm45",
-        reasoning_parser="think",
+        tool_parser=GLM45Parser,
+        reasoning_parser=ThinkParser,
         generation=GenerationConfig(stop_words=(EOS,), session_len=32768),
         variables={"bos_token": BOS, "eos_token": EOS},
         description=(

@@ -8,6 +8,8 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from ...parsing.reasoning import ThinkParser
+from ...parsing.xml_function import Qwen3CoderParser
 
 STEP35_FLASH = PackagedTemplate(
     "StepFun3.5-Flash.jinja",
@@ -15,8 +17,8 @@ STEP35_FLASH = PackagedTemplate(
     aliases=("step-3.5", "step3p5", "step-3.5-flash"),
     model_ids=("stepfun-ai/Step-3.5-Flash", "stepfun-ai/Step-3.5-Flash-Int4"),
     model_patterns=(r"step-?3\.5",),
-    tool_parser="qwen3_coder",
-    reasoning_parser="think",
+    tool_parser=Qwen3CoderParser,
+    reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=262144,
         stop_words=("<|im_end|>",),

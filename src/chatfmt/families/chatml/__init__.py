@@ -1,0 +1,11 @@
+"""chatml: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

@@ -1,0 +1,16 @@
+"""cohere: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import CommandAThinkParser, CommandRParser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    CommandRParser: ("command-r", "command_r7b", "cohere"),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {
+    CommandAThinkParser: ("cohere_think",),
+}

@@ -1,0 +1,15 @@
+"""gigachat: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import GigaChat31Parser, GigaChat3Parser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    GigaChat3Parser: ("gigachat",),
+    GigaChat31Parser: ("gigachat31",),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

@@ -1,0 +1,16 @@
+"""glm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import ChatGLM3Parser, GLM45Parser, GLM4Parser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    ChatGLM3Parser: (),
+    GLM4Parser: ("glm-4",),
+    GLM45Parser: ("glm4_moe", "glm46", "glm4.5", "glm4.6"),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

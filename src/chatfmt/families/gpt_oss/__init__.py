@@ -1,0 +1,14 @@
+"""gpt_oss: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import HarmonyParser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    HarmonyParser: ("gpt_oss", "openai"),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

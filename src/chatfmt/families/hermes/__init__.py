@@ -1,0 +1,14 @@
+"""hermes: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import HermesParser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    HermesParser: ("qwen25", "qwen3", "qwen"),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

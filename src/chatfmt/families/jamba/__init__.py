@@ -1,0 +1,17 @@
+"""jamba: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from ...template import Template
+from .parser import JambaParser
+
+#: Jamba has no built-in template (its official Jinja template is served as is).
+TEMPLATES: tuple[Template, ...] = ()
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    JambaParser: (),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}

@@ -1,0 +1,17 @@
+"""LFM2 / LFM2.5: pythonic calls in ``<|tool_call_start|>[…]<|tool_call_end|>`` blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...parsing.pythonic import PythonicParser
+
+
+class LFM2Parser(PythonicParser):
+    """LFM2 / LFM2.5: ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>`` (pythonic or JSON inside)."""
+
+    name = "lfm2"
+    special_markers: ClassVar[tuple[str, ...]] = ("<|tool_call_start|>", "<|tool_call_end|>")
+    starts: ClassVar[Mapping[str, str]] = {"<|tool_call_start|>": "py_block"}
+    ends: ClassVar[Mapping[str, str | None]] = {"<|tool_call_start|>": "<|tool_call_end|>"}

@@ -1,0 +1,18 @@
+"""minimax: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    MiniMaxM1Parser: ("minimax", "minimax-m1"),
+    MiniMaxM2Parser: ("minimax-m2",),
+    MiniMaxM3Parser: ("minimax-m3",),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {
+    MiniMaxM3ThinkParser: ("mm_think",),
+}

@@ -1,0 +1,16 @@
+"""Phi-4-mini: ``functools[{"name": …, "arguments": …}, …]``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from ...parsing.blocks import BlockParser
+
+
+class Phi4Parser(BlockParser):
+    """Phi-4-mini: ``functools[{"name": …, "arguments": …}, …]``."""
+
+    name = "phi4"
+    special_markers = ("functools",)
+    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
