@@ -471,7 +471,9 @@ def _completion_segments(conv: Conversation, name: str) -> list[Segment]:
     return [Segment(m.text, Kind.CONTENT, m.index, False) for m in conv.messages if m.text]
 
 
-def _parser_ref(parser: type[FormatParser] | str | None) -> tuple[str | None, type[FormatParser] | None]:
+def _parser_ref(
+    parser: type[FormatParser] | str | None,
+) -> tuple[str | None, type[FormatParser] | None]:
     """(name, class) of a parser given as a class or a registered name."""
     if parser is None or isinstance(parser, str):
         return parser, None

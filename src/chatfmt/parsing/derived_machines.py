@@ -10,9 +10,7 @@ from typing import ClassVar
 
 from .base import FormatParser
 from .blocks import BlockParser, RawArgs
-from ..families.glm.parser import GLM45Parser
 from .derived_format import DerivedFormat
-from ..families.llama.parser import Llama3JsonParser
 
 _MAX_HEAD = 512
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]*")
@@ -226,7 +224,8 @@ def _bare_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[F
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (bare JSON call objects).",
     }
-    return type(f"Derived_{name}", (Llama3JsonParser,), attrs)
+    base = _machine("chatfmt.families.llama.parser", "Llama3JsonParser", fmt.encoding or "")
+    return type(f"Derived_{name}", (base,), attrs)
 
 
 def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
@@ -250,13 +249,16 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (XML-style key/value pairs).",
     }
-    return type(f"Derived_{name}", (GLM45Parser,), attrs)
+    base = _machine("chatfmt.families.glm.parser", "GLM45Parser", fmt.encoding or "")
+    return type(f"Derived_{name}", (base,), attrs)
 
 
 def _machine(module: str, cls: str, encoding: str) -> type[FormatParser]:
-    """A family machine a derived parser is built on (its module may be absent)."""
+    """A machine a derived parser is built on: a shared one in this package or a family's
+    (imported on first use; its module may be absent)."""
+    path = module if module.startswith("chatfmt.") else f"{__package__}.{module}"
     try:
-        found: type[FormatParser] = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+        found: type[FormatParser] = getattr(importlib.import_module(path), cls)
     except (ImportError, AttributeError):
         raise _NoMachine(encoding) from None
     return found
@@ -267,7 +269,7 @@ class _NoMachine(Exception):
 
 
 def _function_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
-    base = _machine("qwen3_coder", "Qwen3CoderParser", "xml_function")
+    base = _machine("xml_function", "Qwen3CoderParser", "xml_function")
     wrapper = tuple(m for m in (fmt.call_begin, fmt.call_end) if m)
     attrs = {
         "name": name,

@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 
 from .base import WS
 from .blocks import BlockParser
-from .json_stream import loads_or_none
 from .xml_values import JsonMembers, parameter_schema, typed_value
 
 #: The longest tag header (``<invoke name="…">``) held back while waiting for its ``>``.

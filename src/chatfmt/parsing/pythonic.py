@@ -449,5 +449,4 @@ class PythonicParser(BlockParser):
             self.args = None
 
 
-
 __all__ = ["PythonicArgs", "PythonicParser", "call_head"]

@@ -163,4 +163,3 @@ def think_parser(name: str, open_marker: str, close_marker: str) -> type[ThinkPa
         "__module__": __name__,
     }
     return type(f"ThinkParser_{name}", (ThinkParser,), attrs)
-

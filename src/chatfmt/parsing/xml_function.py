@@ -39,9 +39,8 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import WS, Emitter, register_reasoning_parser, register_tool_parser
+from .base import WS, Emitter
 from .blocks import BlockParser
-from .reasoning import think_parser
 from .special import SpecialTokens
 from .xml_values import JsonMembers, _types, parameter_schema, typed_value
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
-from .parser import ApertusThinkParser
-from .parser import ApertusParser
+from .parser import ApertusParser, ApertusThinkParser
 
 APERTUS = PackagedTemplate(
     "Apertus-8B-Instruct.jinja",

@@ -10,6 +10,7 @@ from ...protocol import Conversation, Message, ToolCall
 from ...segments import SegmentBuilder
 from .markers import IM_END, IM_START
 
+
 def tojson(value: Any, where: str = "tools") -> str:
     """Jinja ``tojson`` as transformers defines it: no ASCII escaping, default separators."""
     try:

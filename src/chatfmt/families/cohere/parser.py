@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
 

@@ -20,8 +20,7 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
-from .parser import CommandAThinkParser
-from .parser import CommandRParser
+from .parser import CommandAThinkParser, CommandRParser
 
 _SOT = "<|START_OF_TURN_TOKEN|>"
 _EOT = "<|END_OF_TURN_TOKEN|>"

@@ -9,7 +9,6 @@ from ...parsing.invoke import InvokeParser, _declares_type
 from ...parsing.json_stream import loads_or_none
 from ...parsing.xml_values import typed_value
 
-
 # ---------------------------------------------------------------------- DeepSeek DSML
 _DSML = "｜DSML｜"
 _FC, _FC_END = f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"

@@ -27,10 +27,10 @@ from typing import Any, ClassVar
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
 from ...jinja.packaged import PackagedTemplate
+from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, _json_dumps
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
-from ...parsing.reasoning import ThinkParser
 from .dsml_parser import DeepSeekDSMLParser
 
 BOS = "<｜begin▁of▁sentence｜>"

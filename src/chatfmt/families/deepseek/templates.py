@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import (
@@ -42,7 +43,6 @@ from ...template import (
     refuse_text_with_calls,
     refuse_think_cut,
 )
-from ...parsing.reasoning import ThinkParser
 from .parser import DeepSeekV3Parser
 
 BOS = "<｜begin▁of▁sentence｜>"

@@ -20,8 +20,8 @@ from ...jinja.trace import TurnInfo
 from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
-
 from .parser import FireFunctionV2Parser
+
 
 def _functions(tools: Any) -> str:
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolParsers
-from .parser import GigaChat31Parser, GigaChat3Parser
+from .parser import GigaChat3Parser, GigaChat31Parser
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import BlockParser
 
 _SEP, _ROLE_SEP, _CALL = "<|message_sep|>", "<|role_sep|>", "<|function_call|>"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
-from .parser import GigaChat31Parser, GigaChat3Parser
+from .parser import GigaChat3Parser, GigaChat31Parser
 
 _VARIABLES = {"bos_token": "<s>", "eos_token": "</s>"}
 

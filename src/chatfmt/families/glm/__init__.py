@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolParsers
-from .parser import ChatGLM3Parser, GLM45Parser, GLM4Parser
+from .parser import ChatGLM3Parser, GLM4Parser, GLM45Parser
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.

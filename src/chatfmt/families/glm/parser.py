@@ -15,7 +15,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-
 from ...parsing.blocks import BlockParser, CodeBody, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.literals import KwargsCall

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
 from ..internlm.templates import function_objects, tools_json
-from ...parsing.reasoning import ThinkParser
-from .parser import ChatGLM3Parser, GLM45Parser, GLM4Parser
+from .parser import ChatGLM3Parser, GLM4Parser, GLM45Parser
 
 _STOP_ROLES = ("user", "observation")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value

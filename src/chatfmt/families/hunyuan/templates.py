@@ -12,8 +12,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
-from .parser import HunyuanThinkParser
-from .parser import HunyuanParser
+from .parser import HunyuanParser, HunyuanThinkParser
 
 EOS = "<｜hy_eos:opensource｜>"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
 from ...template import Template
+from .. import ReasoningParsers, ToolParsers
 from .parser import JambaParser
 
 #: Jamba has no built-in template (its official Jinja template is served as is).

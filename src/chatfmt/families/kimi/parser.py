@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import ThinkParser

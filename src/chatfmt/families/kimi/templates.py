@@ -11,14 +11,20 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from .parser import ARG_BEGIN, CALL_BEGIN, CALL_END, SECTION_BEGIN, SECTION_END
 from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
 from ..chatml.render import function_call, tojson
-from .k3_parser import KimiK3Think
-from .k3_parser import KimiK3Parser
-from .parser import KimiK2Parser, KimiK2ThinkParser
+from .k3_parser import KimiK3Parser, KimiK3Think
+from .parser import (
+    ARG_BEGIN,
+    CALL_BEGIN,
+    CALL_END,
+    SECTION_BEGIN,
+    SECTION_END,
+    KimiK2Parser,
+    KimiK2ThinkParser,
+)
 
 _IM_END = "<|im_end|>"
 _IM_SYSTEM, _IM_USER, _IM_ASSISTANT, _IM_MIDDLE = (

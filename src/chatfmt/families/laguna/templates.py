@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 from ..glm.parser import GLM45Parser
 
 EOS = "〈|EOS|〉"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 from .parser import LFM2Parser
 
 _VARIABLES = {"bos_token": "<|startoftext|>", "eos_token": "<|im_end|>"}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
 from ...parsing.pythonic import PythonicParser
+from .. import ReasoningParsers, ToolParsers
 from .parser import Llama3JsonParser
 from .templates import TEMPLATES
 

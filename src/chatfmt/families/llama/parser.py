@@ -13,10 +13,9 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import CodeBody, JsonCall
-from ..functionary.parser import FUNC_OPEN, FunctionTagCalls
 from ...parsing.literals import KwargsCall
+from ..functionary.parser import FUNC_OPEN, FunctionTagCalls
 
 _TAG, _EOM = "<|python_tag|>", "<|eom_id|>"
 _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")

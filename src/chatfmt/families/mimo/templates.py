@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 from ..hermes.parser import HermesParser
 
 TEMPLATES: tuple[Template, ...] = (

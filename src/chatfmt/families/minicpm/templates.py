@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 from .parser import MiniCPM5Parser
 
 MINICPM5 = PackagedTemplate(

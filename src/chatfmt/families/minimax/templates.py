@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
 
 MINIMAX_M1 = PackagedTemplate(

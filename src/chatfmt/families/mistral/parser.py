@@ -7,7 +7,6 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
 

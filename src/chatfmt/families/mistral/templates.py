@@ -23,8 +23,7 @@ from ...template import (
     refuse_system_without_user,
     refuse_text_with_calls,
 )
-from .parser import MistralThinkParser
-from .parser import MistralParser
+from .parser import MistralParser, MistralThinkParser
 
 BOS = "<s>"
 EOS = "</s>"

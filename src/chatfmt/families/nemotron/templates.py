@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
+from ...template import Template
 from .parser import NemotronJsonParser
 
 NEMOTRON_NANO_V2 = PackagedTemplate(

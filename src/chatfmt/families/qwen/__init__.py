@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
 from ...parsing.xml_function import Qwen3CoderParser
+from .. import ReasoningParsers, ToolParsers
 from .coder_templates import TEMPLATES as CODER_TEMPLATES
 from .templates import TEMPLATES as CHAT_TEMPLATES
 

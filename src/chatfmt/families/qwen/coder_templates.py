@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...parsing.reasoning import ThinkParser
+from ...parsing.xml_function import Qwen3CoderParser
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
@@ -36,8 +38,6 @@ from .templates import (
     require_text,
     tojson,
 )
-from ...parsing.reasoning import ThinkParser
-from ...parsing.xml_function import Qwen3CoderParser
 
 _STOPS = (IM_END, "<|endoftext|>")
 _ASSISTANT = f"{IM_START}assistant\n"

@@ -9,24 +9,22 @@ official Jinja template byte for byte (see ``official_templates``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...config import GenerationConfig
-from ...errors import UnsupportedFeatureError, ValidationError
-from ...protocol import Conversation, Message, Tool, ToolCall
+from ...parsing.reasoning import ThinkParser
+from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...spec import RoleFormat, SpecTemplate, TemplateSpec
-from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
-from ..chatml.render import chatml_turn, function_call, require_messages, require_text, tojson
 from ...template import (
     RenderContext,
     Template,
     refuse_reasoning_after_last_user,
     refuse_think_cut,
 )
-from ...parsing.reasoning import ThinkParser
+from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
+from ..chatml.render import chatml_turn, function_call, require_messages, require_text, tojson
 from ..hermes.parser import HermesParser
 
 QWEN_CONTROL_TOKENS = (IM_START, IM_END, ENDOFTEXT)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
-from ...template import Template
 from ...parsing.reasoning import ThinkParser
+from ...template import Template
 
 END_OF_TEXT = "<|rwkv_tokenizer_end_of_text|>"
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
-from .parser import SeedThinkParser
-from .parser import SeedOssParser
+from .parser import SeedOssParser, SeedThinkParser
 
 SEED_OSS = PackagedTemplate(
     "ByteDance-Seed-OSS.jinja",

@@ -20,12 +20,12 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message
 from ...segments import Segment
 from ...template import RenderContext, Template, refuse_reasoning_after_last_user
 from ..chatml.markers import IM_END, IM_START
 from ..chatml.render import require_text
-from ...parsing.reasoning import ThinkParser
 from ..hermes.parser import HermesParser
 
 END_OF_TEXT = "<|end_of_text|>"

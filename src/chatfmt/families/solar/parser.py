@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import ThinkParser
 

@@ -1,0 +1,118 @@
+"""The family table: every family folder listed once, lazily loaded, no name collisions."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import chatfmt
+from chatfmt import _moved, families
+from chatfmt.errors import ChatFmtError
+from chatfmt.parsing.base import TOOL_PARSERS, FormatParser, PlainParser
+from chatfmt.parsing.tables import ParserTable
+from chatfmt.registry import Registry
+from chatfmt.template import Template
+
+FAMILY_DIR = Path(families.__file__).parent
+
+
+def test_every_family_folder_is_listed_and_every_listed_module_exists() -> None:
+    folders = {m.name for m in pkgutil.iter_modules([str(FAMILY_DIR)]) if m.ispkg}
+    assert folders == set(families.FAMILIES)
+    for name, path in families.FAMILIES.items():
+        assert path == f"{families.__name__}.{name}"
+        module = importlib.import_module(path)
+        assert all(isinstance(t, Template) for t in module.TEMPLATES), name
+        for attr in ("TOOL_PARSERS", "REASONING_PARSERS"):
+            for parser, aliases in getattr(module, attr).items():
+                assert parser.name and all(isinstance(a, str) and a for a in aliases), name
+        assert module.TEMPLATES or module.TOOL_PARSERS, f"family {name} exports nothing"
+
+
+def test_no_family_registers_anything_when_imported() -> None:
+    for source in FAMILY_DIR.glob("*/*.py"):
+        text = source.read_text(encoding="utf-8")
+        for word in (
+            "register_tool_parser(",
+            "register_reasoning_parser(",
+            "REGISTRY",
+            "replace=True",
+        ):
+            assert word not in text, (source, word)
+
+
+def test_importing_chatfmt_imports_no_family() -> None:
+    code = (
+        "import sys, chatfmt, chatfmt.parsing, chatfmt.families; "
+        "print(sorted(m for m in sys.modules if m.startswith('chatfmt.families.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_table_loads_into_a_fresh_registry_without_collisions() -> None:
+    builtins = families.builtin_templates()
+    assert len({t.name for t in builtins}) == len(builtins)
+    assert chatfmt.REGISTRY.names() == sorted(t.name for t in builtins)
+    assert Registry().names() == chatfmt.REGISTRY.names()
+    fresh = ParserTable("tool", lambda: [(PlainParser, ())])
+    assert dict(fresh) == dict(TOOL_PARSERS)
+
+
+def test_templates_name_the_parser_classes_registered_under_their_names() -> None:
+    from chatfmt.parsing import REASONING_PARSERS
+
+    for tpl in families.builtin_templates():
+        for cls, name, table in (
+            (tpl.tool_parser_class, tpl.tool_parser, TOOL_PARSERS),
+            (tpl.reasoning_parser_class, tpl.reasoning_parser, REASONING_PARSERS),
+        ):
+            if name is not None:
+                assert cls is not None and table[name] is cls, (tpl.name, name)
+                assert tpl.info()["tool_parser"] == tpl.tool_parser  # names stay the public handle
+
+
+@pytest.mark.parametrize("kind", ["tool", "reasoning"])
+def test_a_name_or_alias_of_another_parser_is_refused(kind: str) -> None:
+    table = ParserTable(kind, lambda: [])
+    taken = next(iter(table))
+
+    class Impostor(FormatParser):
+        name = "impostor-test-parser"
+
+    with pytest.raises(ChatFmtError, match=f"{kind} parser name {taken!r} is taken by"):
+        table.add(Impostor, taken)
+    with pytest.raises(ChatFmtError, match="is taken by"):
+        table.add(type("Twin", (FormatParser,), {"name": taken}))
+    assert Impostor.name not in table  # a refused parser leaves no name behind
+    assert table.add(table[taken], taken) is table[taken]  # the same parser again is fine
+
+
+@pytest.mark.parametrize("old", sorted(_moved.MOVED))
+def test_old_module_paths_still_import_with_a_warning(old: str) -> None:
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=f"{old} is an old module path"):
+        module = importlib.import_module(old)
+    new = importlib.import_module(_moved.MOVED[old])
+    assert module is new and new.__spec__ is not None and new.__spec__.name == new.__name__
+
+
+def test_the_old_formats_package_still_lists_the_builtin_templates() -> None:
+    for name in [m for m in sys.modules if m == "chatfmt.formats"]:
+        del sys.modules[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = importlib.import_module("chatfmt.formats")
+        from chatfmt.formats import misc  # type: ignore[import-not-found]
+    assert [t.name for t in old.builtin_templates()] == [
+        t.name for t in families.builtin_templates()
+    ]
+    assert misc.STARCHAT is chatfmt.get_template("starchat")
