@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     ApertusThinkParser: (),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "ApertusParser",
+    "ApertusThinkParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     AprielReasoningParser: (),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "AprielParser",
+    "AprielReasoningParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     CommandAThinkParser: ("cohere_think",),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "CommandAThinkParser",
+    "CommandRParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

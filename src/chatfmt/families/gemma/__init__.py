@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     Gemma4Reasoning: (),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "Gemma4Parser",
+    "Gemma4Reasoning",
+    "ReasoningParsers",
+    "ToolParsers",
+]

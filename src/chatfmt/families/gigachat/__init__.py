@@ -13,3 +13,13 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "GigaChat3Parser",
+    "GigaChat31Parser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

@@ -14,3 +14,14 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "ChatGLM3Parser",
+    "GLM4Parser",
+    "GLM45Parser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

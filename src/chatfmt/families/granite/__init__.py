@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     GraniteThinkParser: (),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "GraniteParser",
+    "GraniteThinkParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

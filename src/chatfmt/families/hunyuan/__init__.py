@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     HunyuanThinkParser: ("hy3",),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "HunyuanParser",
+    "HunyuanThinkParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

@@ -17,3 +17,15 @@ REASONING_PARSERS: ReasoningParsers = {
     KimiK3Think: (),
     KimiK2ThinkParser: ("kimi_k2_thinking",),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "KimiK2Parser",
+    "KimiK2ThinkParser",
+    "KimiK3Parser",
+    "KimiK3Think",
+    "ReasoningParsers",
+    "ToolParsers",
+]

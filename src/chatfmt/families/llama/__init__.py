@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "Llama3JsonParser",
+    "PythonicParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

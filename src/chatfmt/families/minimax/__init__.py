@@ -16,3 +16,15 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     MiniMaxM3ThinkParser: ("mm_think",),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "MiniMaxM1Parser",
+    "MiniMaxM2Parser",
+    "MiniMaxM3Parser",
+    "MiniMaxM3ThinkParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

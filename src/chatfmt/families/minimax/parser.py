@@ -6,12 +6,15 @@ per line) and MiniMax-M3 reasoning (``<mm:think>``).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
-from ...parsing.invoke import _MALFORMED, InvokeParser, element_value
+from ...parsing.invoke import _MALFORMED, InvokeParser
 from ...parsing.reasoning import ThinkParser
+from ...parsing.xml_values import parameter_schema, typed_value
 
 _M3_OPEN, _M3_CLOSE = "<mm:think>", "</mm:think>"
 
@@ -102,3 +105,90 @@ class MiniMaxM3Parser(InvokeParser):
 
     def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
         return element_value(text, schema)
+
+
+def _children(text: str) -> list[tuple[str, str]] | None:
+    """The ``NS<tag>…NS</tag>`` children of an element's text, or None if it is not
+    a sequence of elements (text outside them, unbalanced tags)."""
+    out: list[tuple[str, str]] = []
+    pos, n = 0, len(text)
+    while True:
+        while pos < n and text[pos] in WS:
+            pos += 1
+        if pos == n:
+            return out
+        if not text.startswith(MM3_NS + "<", pos):
+            return None
+        gt = text.find(">", pos + len(MM3_NS))
+        tag = text[pos + len(MM3_NS) + 1 : gt] if gt >= 0 else ""
+        if not tag or tag.startswith("/"):
+            return None
+        opener, closer = f"{MM3_NS}<{tag}>", f"{MM3_NS}</{tag}>"
+        depth, at = 1, gt + 1
+        start = at
+        while depth:
+            c = text.find(closer, at)
+            if c < 0:
+                return None
+            o = text.find(opener, at, c)
+            if o >= 0:
+                depth, at = depth + 1, o + len(opener)
+            else:
+                depth, at = depth - 1, c + len(closer)
+        out.append((tag, text[start : at - len(closer)]))
+        pos = at
+
+
+def _sub_schema(schema: Any, key: str | None) -> Any:
+    """The schema of an object member ``key`` (a property, else ``additionalProperties``) or of
+    array items (``None``)."""
+    if not isinstance(schema, Mapping):
+        return None
+    if key is None:
+        return schema.get("items")
+    return parameter_schema(schema, key) or schema.get("additionalProperties")
+
+
+def element_value(text: str, schema: Any, depth: int = 0) -> Any:
+    """A MiniMax-M3 element's value: child elements → an array when the schema says so or
+    (without an object schema) all are ``<item>``, else an object (a repeated member becomes
+    a list); text → converted per ``schema``."""
+    kinds = _schema_kinds(schema)
+    if MM3_NS in text and depth < _MAX_DEPTH:
+        children = _children(text)
+        if children:
+            if "array" in kinds or (
+                "object" not in kinds and all(tag == "item" for tag, _ in children)
+            ):
+                item = _sub_schema(schema, None)
+                return [element_value(v, item, depth + 1) for _, v in children]
+            counts = Counter(tag for tag, _ in children)
+            members: dict[str, Any] = {}
+            for tag, v in children:
+                sub = _sub_schema(schema, tag)
+                if counts[tag] == 1:
+                    members[tag] = element_value(v, sub, depth + 1)
+                    continue
+                if "array" in _schema_kinds(sub):
+                    sub = _sub_schema(sub, None)
+                members.setdefault(tag, []).append(element_value(v, sub, depth + 1))
+            return members
+    if not text.strip() and kinds and kinds[0] in ("array", "object"):
+        return [] if kinds[0] == "array" else {}
+    return typed_value(text, schema)
+
+
+def _schema_kinds(schema: Any) -> list[str]:
+    if not isinstance(schema, Mapping):
+        return []
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    found = [
+        k for sub in (schema.get("anyOf") or schema.get("oneOf") or ()) for k in _schema_kinds(sub)
+    ]
+    if not found and isinstance(schema.get("properties"), Mapping):
+        found.append("object")
+    return found

@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     MistralThinkParser: ("magistral", "ministral3"),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "MistralParser",
+    "MistralThinkParser",
+    "ReasoningParsers",
+    "ToolParsers",
+]

@@ -9,3 +9,5 @@ from .templates import TEMPLATES
 TOOL_PARSERS: ToolParsers = {}
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = ["REASONING_PARSERS", "TEMPLATES", "TOOL_PARSERS", "ReasoningParsers", "ToolParsers"]

@@ -14,3 +14,13 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     SeedThinkParser: (),
 }
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "ReasoningParsers",
+    "SeedOssParser",
+    "SeedThinkParser",
+    "ToolParsers",
+]
