@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.formats.glm import python_literal
+from chatfmt.families.glm.templates import python_literal
 from chatfmt.protocol import validate_conversation
 from chatfmt.segments import Kind, join
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.formats.llama import strftime_d_b_y
+from chatfmt.families.llama.templates import strftime_d_b_y
 from chatfmt.segments import Kind, join
 
 from _support import TOOLS, conversations, official_render, texts

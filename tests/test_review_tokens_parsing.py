@@ -17,10 +17,10 @@ from chatfmt.errors import ParseError, TokenizationError, UnsupportedFeatureErro
 from chatfmt.parsing import StreamParser, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 from chatfmt.parsing.blocks import BlockParser
-from chatfmt.parsing.deepseek import DeepSeekV3Parser
-from chatfmt.parsing.internlm2 import InternLM2Parser
-from chatfmt.parsing.llama3 import Llama3JsonParser
-from chatfmt.parsing.mistral import MistralParser
+from chatfmt.families.deepseek.parser import DeepSeekV3Parser
+from chatfmt.families.internlm.parser import InternLM2Parser
+from chatfmt.families.llama.parser import Llama3JsonParser
+from chatfmt.families.mistral.parser import MistralParser
 from chatfmt.spec import SpecTemplate, spec_from_dict
 from chatfmt.tokens import encode, encode_batch, load_tokenizer
 from chatfmt.tokens.control import pattern_of as _special_pattern

@@ -3,7 +3,7 @@
 Expected strings are the seeds' text with two documented normalisations:
 
 * invalid JSON in the seeds (trailing commas, ``size='10K'``) is written as valid JSON,
-  otherwise identical (tool lists use :func:`chatfmt.formats.internlm.seed_json`);
+  otherwise identical (tool lists use :func:`chatfmt.families.internlm.templates.seed_json`);
 * ChatGLM3 seed: it adds a readability newline before every role token ("should not
   be added in actual use") — :func:`glm3_actual` removes it — and its copy in
   ``../shared/seeds`` lost the JSON indentation, restored here (checked against the file).
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 import chatfmt
-from chatfmt.formats.internlm import INTERNLM_META_INSTRUCTION, seed_json
+from chatfmt.families.internlm.templates import INTERNLM_META_INSTRUCTION, seed_json
 
 SEED_INTERNLM2_FUNCTION_CALL = """\
 <|im_start|>system
