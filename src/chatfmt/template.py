@@ -111,11 +111,18 @@ class Template(ABC):
                 setattr(cls, kind, declared.name)
 
     def set_parsers(
-        self, tool: type[FormatParser] | str | None, reasoning: type[FormatParser] | str | None
+        self,
+        tool: type[FormatParser] | str | None,
+        reasoning: type[FormatParser] | str | None,
+        *,
+        tool_name: str | None = None,
     ) -> None:
-        """Set this template's parsers, each given as a parser class or a registered name."""
+        """Set this template's parsers, each given as a parser class or a registered name;
+        ``tool_name`` shows the tool parser by one of its aliases."""
         self.tool_parser, self.tool_parser_class = _parser_ref(tool)
         self.reasoning_parser, self.reasoning_parser_class = _parser_ref(reasoning)
+        if tool_name is not None:
+            self.tool_parser = tool_name
 
     # ------------------------------------------------------------------ subclass API
     @abstractmethod

@@ -54,6 +54,7 @@ class PackagedTemplate(JinjaTemplate):
         model_patterns: tuple[str, ...] = (),
         tool_parser: type[FormatParser] | str | None = None,
         reasoning_parser: type[FormatParser] | str | None = None,
+        tool_parser_name: str | None = None,
         generation: GenerationConfig | None = None,
         variables: Mapping[str, Any] | None = None,
         description: str = "",
@@ -66,7 +67,7 @@ class PackagedTemplate(JinjaTemplate):
         self.model_ids = model_ids
         self.aliases = aliases
         self.model_patterns = model_patterns
-        self.set_parsers(tool_parser, reasoning_parser)
+        self.set_parsers(tool_parser, reasoning_parser, tool_name=tool_parser_name)
         self._generation = generation
         if description:
             self.description = description
@@ -77,6 +78,7 @@ class PackagedTemplate(JinjaTemplate):
             "model_patterns": model_patterns,
             "tool_parser": tool_parser,
             "reasoning_parser": reasoning_parser,
+            "tool_parser_name": tool_parser_name,
             "generation": generation,
             "variables": dict(variables or {}),
             "description": description,

@@ -14,8 +14,9 @@ from ...parsing.base import WS
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.reasoning import think_parser
+from .markers import INNER_PREFIX, INNER_SUFFIX, TOOLS_PREFIX, TOOLS_SUFFIX
 
-_OPEN, _CLOSE = "<|tools_prefix|>", "<|tools_suffix|>"
+_OPEN, _CLOSE = TOOLS_PREFIX, TOOLS_SUFFIX
 _MAX_NAME = 256
 
 
@@ -92,4 +93,4 @@ class ApertusParser(BlockParser):
         return True
 
 
-ApertusThinkParser = think_parser("apertus", "<|inner_prefix|>", "<|inner_suffix|>")
+ApertusThinkParser = think_parser("apertus", INNER_PREFIX, INNER_SUFFIX)

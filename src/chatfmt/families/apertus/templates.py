@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import ASSISTANT_END, BOS
 from .parser import ApertusParser, ApertusThinkParser
 
 APERTUS = PackagedTemplate(
@@ -20,9 +21,9 @@ APERTUS = PackagedTemplate(
     tool_parser=ApertusParser,
     reasoning_parser=ApertusThinkParser,
     generation=GenerationConfig(
-        session_len=65536, stop_words=("<|assistant_end|>",), top_p=0.9, temperature=0.8
+        session_len=65536, stop_words=(ASSISTANT_END,), top_p=0.9, temperature=0.8
     ),
-    variables={"bos_token": "<s>", "eos_token": "<|assistant_end|>"},
+    variables={"bos_token": BOS, "eos_token": ASSISTANT_END},
     description="Apertus: <|system_start|>/<|developer_start|>/<|user_start|>/<|assistant_start|>, "
     "<|tools_prefix|>[{name: args}]<|tools_suffix|>, <|inner_prefix|> reasoning.",
 )

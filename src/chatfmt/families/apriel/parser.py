@@ -16,9 +16,16 @@ from typing import ClassVar
 from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import ThinkParser
+from .markers import (
+    BEGIN_FINAL_RESPONSE,
+    END_FINAL_RESPONSE,
+    HERE_ARE_MY_REASONING_STEPS,
+    TOOL_CALLS,
+    TOOL_CALLS_CLOSE,
+)
 
-_HEAD = "Here are my reasoning steps:"
-_BEGIN, _END = "[BEGIN FINAL RESPONSE]", "[END FINAL RESPONSE]"
+_HEAD = HERE_ARE_MY_REASONING_STEPS
+_BEGIN, _END = BEGIN_FINAL_RESPONSE, END_FINAL_RESPONSE
 
 
 class AprielParser(BlockParser):
@@ -27,9 +34,9 @@ class AprielParser(BlockParser):
     held until what follows it decides."""
 
     name = "apriel"
-    special_markers = ("<tool_calls>", "</tool_calls>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block", _BEGIN: "lead", _END: "lead"}
-    end = "</tool_calls>"
+    special_markers = (TOOL_CALLS, TOOL_CALLS_CLOSE)
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "block", _BEGIN: "lead", _END: "lead"}
+    end = TOOL_CALLS_CLOSE
 
     _ws = ""  # held trailing whitespace of the text
 

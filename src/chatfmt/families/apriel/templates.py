@@ -10,12 +10,13 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import BOS, END, EOS
 from .parser import AprielParser, AprielReasoningParser
 
 _GENERATION = GenerationConfig(
-    session_len=131072, stop_words=("<|end|>", "</s>"), top_p=1.0, temperature=0.6
+    session_len=131072, stop_words=(END, EOS), top_p=1.0, temperature=0.6
 )
-_VARIABLES = {"bos_token": "<s>", "eos_token": "</s>"}
+_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
 
 APRIEL_15 = PackagedTemplate(
     "unsloth-Apriel-1.5.jinja",

@@ -15,7 +15,9 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import IM_END
 from ..hermes.parser import HermesParser
+from .markers import BOS, EOS
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -25,8 +27,8 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("speakleash/Bielik-11B-v3.0-Instruct",),
         tool_parser=HermesParser,
         reasoning_parser=ThinkParser,
-        generation=GenerationConfig(stop_words=("<|im_end|>", "</s>"), session_len=32768),
-        variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
+        generation=GenerationConfig(stop_words=(IM_END, EOS), session_len=32768),
+        variables={"bos_token": BOS, "eos_token": IM_END},
         description=(
             "Bielik 11B v3.0 (official Jinja): ChatML with <s>, <tool_call>{json}</tool_call> "
             "calls, <think> reasoning with enable_thinking."

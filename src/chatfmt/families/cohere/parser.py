@@ -14,12 +14,24 @@ from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
+from .markers import (
+    ACTION,
+    END_ACTION,
+    END_RESPONSE,
+    END_TEXT,
+    END_THINKING,
+    FENCE,
+    START_ACTION,
+    START_RESPONSE,
+    START_TEXT,
+    START_THINKING,
+)
 
-_ACT, _ACT_END = "<|START_ACTION|>", "<|END_ACTION|>"
-_THINK, _THINK_END = "<|START_THINKING|>", "<|END_THINKING|>"
-_RESP, _RESP_END = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
-_TEXT, _TEXT_END = "<|START_TEXT|>", "<|END_TEXT|>"
-_ACTION = "Action:"
+_ACT, _ACT_END = START_ACTION, END_ACTION
+_THINK, _THINK_END = START_THINKING, END_THINKING
+_RESP, _RESP_END = START_RESPONSE, END_RESPONSE
+_TEXT, _TEXT_END = START_TEXT, END_TEXT
+_ACTION = ACTION
 
 
 class CommandRParser(BlockParser):
@@ -36,7 +48,7 @@ class CommandRParser(BlockParser):
         _TEXT: "text",
         _TEXT_END: "text",
     }
-    ends: ClassVar[Mapping[str, str | None]] = {_ACT: _ACT_END, _ACTION: "```"}
+    ends: ClassVar[Mapping[str, str | None]] = {_ACT: _ACT_END, _ACTION: FENCE}
     name_keys = ("tool_name", "name")
     args_keys = ("parameters", "arguments")
 
@@ -48,7 +60,7 @@ class CommandRParser(BlockParser):
         rest = buf[p : p + 3]
         if len(rest) < 3 and not self.final:
             return False
-        if rest == "```":
+        if rest == FENCE:
             self.pos = p + 3
             if buf.startswith("json", self.pos):
                 self.pos += 4

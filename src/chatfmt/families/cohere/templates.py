@@ -20,13 +20,31 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
+from .markers import (
+    BOS_TOKEN,
+    CHATBOT_TOKEN,
+    END_ACTION,
+    END_OF_TURN_TOKEN,
+    END_RESPONSE,
+    END_THINKING,
+    END_TOOL_RESULT,
+    RESULTS,
+    RESULTS_CLOSE,
+    START_ACTION,
+    START_OF_TURN_TOKEN,
+    START_RESPONSE,
+    START_THINKING,
+    START_TOOL_RESULT,
+    SYSTEM_TOKEN,
+    USER_TOKEN,
+)
 from .parser import CommandAThinkParser, CommandRParser
 
-_SOT = "<|START_OF_TURN_TOKEN|>"
-_EOT = "<|END_OF_TURN_TOKEN|>"
-_SYSTEM = _SOT + "<|SYSTEM_TOKEN|>"
-_USER = _SOT + "<|USER_TOKEN|>"
-_CHATBOT = _SOT + "<|CHATBOT_TOKEN|>"
+_SOT = START_OF_TURN_TOKEN
+_EOT = END_OF_TURN_TOKEN
+_SYSTEM = _SOT + SYSTEM_TOKEN
+_USER = _SOT + USER_TOKEN
+_CHATBOT = _SOT + CHATBOT_TOKEN
 
 _DEFAULT_TOOL_SYSTEM = (
     "## Task and Context\nYou help people answer their questions and other requests interactively. "
@@ -269,23 +287,23 @@ class CommandR(Template):
     supports_tools = True
     tool_parser_class = CommandRParser
     control_tokens = (
-        "<BOS_TOKEN>",
+        BOS_TOKEN,
         _SOT,
         _EOT,
-        "<|SYSTEM_TOKEN|>",
-        "<|USER_TOKEN|>",
-        "<|CHATBOT_TOKEN|>",
-        "<results>",
-        "</results>",
+        SYSTEM_TOKEN,
+        USER_TOKEN,
+        CHATBOT_TOKEN,
+        RESULTS,
+        RESULTS_CLOSE,
     )
-    text_control_tokens = ("<results>", "</results>")  # plain text to its tokenizer
+    text_control_tokens = (RESULTS, RESULTS_CLOSE)  # plain text to its tokenizer
     generation_config = GenerationConfig(
         session_len=131072,
         stop_words=(_EOT,),
         top_p=0.75,
         temperature=0.3,
     )
-    bos = "<BOS_TOKEN>"
+    bos = BOS_TOKEN
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         uses_tools = bool(conv.tools) or any(
@@ -332,7 +350,7 @@ class CommandR(Template):
                 b.content(_trim(m), m.index, True)
                 b.control(_EOT, m.index, True)
             else:
-                b.turn(_SYSTEM + "<results>\n", _trim(m), "</results>" + _EOT, "", m.index)
+                b.turn(_SYSTEM + "<results>\n", _trim(m), RESULTS_CLOSE + _EOT, "", m.index)
         b.control(_ACTION_INSTRUCTION)
         if ctx.add_generation_prompt:
             b.control(_CHATBOT)
@@ -455,10 +473,10 @@ _R7B_DOCUMENT_TOOL = json.dumps(
 )
 
 _R7B_TURN_END = _EOT
-_THINK, _THINK_END = "<|START_THINKING|>", "<|END_THINKING|>"
-_ACT, _ACT_END = "<|START_ACTION|>", "<|END_ACTION|>"
-_RESP, _RESP_END = "<|START_RESPONSE|>", "<|END_RESPONSE|>"
-_RESULT, _RESULT_END = "<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>"
+_THINK, _THINK_END = START_THINKING, END_THINKING
+_ACT, _ACT_END = START_ACTION, END_ACTION
+_RESP, _RESP_END = START_RESPONSE, END_RESPONSE
+_RESULT, _RESULT_END = START_TOOL_RESULT, END_TOOL_RESULT
 _R7B_DOCS_CALL = (
     _CHATBOT
     + _THINK
@@ -550,12 +568,12 @@ class CommandR7B(Template):
     supports_reasoning = True
     tool_parser_class = CommandRParser
     control_tokens = (
-        "<BOS_TOKEN>",
+        BOS_TOKEN,
         _SOT,
         _EOT,
-        "<|SYSTEM_TOKEN|>",
-        "<|USER_TOKEN|>",
-        "<|CHATBOT_TOKEN|>",
+        SYSTEM_TOKEN,
+        USER_TOKEN,
+        CHATBOT_TOKEN,
         _THINK,
         _THINK_END,
         _ACT,
@@ -573,7 +591,7 @@ class CommandR7B(Template):
         "enable_citations": False,
         "documents": None,
     }
-    bos = "<BOS_TOKEN>"
+    bos = BOS_TOKEN
     #: Always render the tool_use template (the ``command-r7b-tool-use`` variant).
     always_tool_use = False
 
@@ -760,7 +778,7 @@ NORTH = PackagedTemplate(
     tool_parser=CommandRParser,
     reasoning_parser=CommandAThinkParser,
     generation=GenerationConfig(session_len=262144, stop_words=(_EOT,)),
-    variables={"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
+    variables={"bos_token": BOS_TOKEN, "eos_token": END_OF_TURN_TOKEN},
     description="Cohere2MoE / North: <|START_THINKING|> prefilled, <|START_TEXT|>, <|START_ACTION|>.",
 )
 

@@ -32,12 +32,11 @@ from ...protocol import Conversation, Message, _json_dumps
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
 from .dsml_parser import DeepSeekDSMLParser
+from .markers import ASSISTANT, BEGIN_OF_SENTENCE, END_OF_SENTENCE, THINK, THINK_CLOSE, USER
 
-BOS = "<｜begin▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
-USER = "<｜User｜>"
-ASSISTANT = "<｜Assistant｜>"
-THINK, THINK_END = "<think>", "</think>"
+BOS = BEGIN_OF_SENTENCE
+EOS = END_OF_SENTENCE
+THINK_END = THINK_CLOSE
 DSML = "｜DSML｜"
 _CALLS, _CALLS_END = f"<{DSML}function_calls>", f"</{DSML}function_calls>"
 _TOOLS_HEADER = (
@@ -205,6 +204,7 @@ DEEPSEEK_V4 = PackagedTemplate(
     name="deepseek-v4",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"),
     tool_parser=DeepSeekDSMLParser,
+    tool_parser_name="deepseek_v4",
     reasoning_parser=ThinkParser,
     generation=_V4_GENERATION,
     variables=_TOKENS,
@@ -215,6 +215,7 @@ DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
     name="deepseek-v4-flash-0731",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash-0731",),
     tool_parser=DeepSeekDSMLParser,
+    tool_parser_name="deepseek_v4",
     reasoning_parser=ThinkParser,
     generation=_V4_GENERATION,
     variables=_TOKENS,

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser, RawArgs
+from .markers import TOOL_CALL_BEGIN, TOOL_CALL_END, TOOL_CALLS_BEGIN, TOOL_CALLS_END, TOOL_SEP
 
-CALLS_BEGIN, CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
-CALL_BEGIN, CALL_END, SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+CALLS_BEGIN, CALLS_END = TOOL_CALLS_BEGIN, TOOL_CALLS_END
+CALL_BEGIN, CALL_END, SEP = TOOL_CALL_BEGIN, TOOL_CALL_END, TOOL_SEP
 _MAX_HEAD = 512
 
 

@@ -43,21 +43,39 @@ from ...template import (
     refuse_text_with_calls,
     refuse_think_cut,
 )
+from .markers import (
+    ASSISTANT,
+    BEGIN_OF_SENTENCE,
+    END_OF_SENTENCE,
+    EOT,
+    INSTRUCTION,
+    RESPONSE,
+    THINK,
+    THINK_CLOSE,
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_END,
+    TOOL_CALLS_BEGIN,
+    TOOL_CALLS_END,
+    TOOL_OUTPUT_BEGIN,
+    TOOL_OUTPUT_END,
+    TOOL_OUTPUTS_BEGIN,
+    TOOL_OUTPUTS_END,
+    TOOL_SEP,
+    USER,
+)
 from .parser import DeepSeekV3Parser
 
-BOS = "<｜begin▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
-USER = "<｜User｜>"
-ASSISTANT = "<｜Assistant｜>"
-CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
-CALLS_END = "<｜tool▁calls▁end｜>"
-CALL_BEGIN = "<｜tool▁call▁begin｜>"
-CALL_END = "<｜tool▁call▁end｜>"
-SEP = "<｜tool▁sep｜>"
-OUTPUTS_BEGIN = "<｜tool▁outputs▁begin｜>"
-OUTPUTS_END = "<｜tool▁outputs▁end｜>"
-OUTPUT_BEGIN = "<｜tool▁output▁begin｜>"
-OUTPUT_END = "<｜tool▁output▁end｜>"
+BOS = BEGIN_OF_SENTENCE
+EOS = END_OF_SENTENCE
+CALLS_BEGIN = TOOL_CALLS_BEGIN
+CALLS_END = TOOL_CALLS_END
+CALL_BEGIN = TOOL_CALL_BEGIN
+CALL_END = TOOL_CALL_END
+SEP = TOOL_SEP
+OUTPUTS_BEGIN = TOOL_OUTPUTS_BEGIN
+OUTPUTS_END = TOOL_OUTPUTS_END
+OUTPUT_BEGIN = TOOL_OUTPUT_BEGIN
+OUTPUT_END = TOOL_OUTPUT_END
 _V3_TOKENS = (
     BOS,
     EOS,
@@ -72,8 +90,8 @@ _V3_TOKENS = (
     OUTPUTS_END,
     OUTPUT_BEGIN,
     OUTPUT_END,
-    "<think>",
-    "</think>",
+    THINK,
+    THINK_CLOSE,
 )
 _V3_GEN = GenerationConfig(session_len=163840, stop_words=(EOS,), top_p=0.95, temperature=0.6)
 
@@ -127,8 +145,8 @@ class DeepSeekCoderTemplate(Template):
     )
     source = "official Jinja: deepseek-ai-deepseek-coder-33b-instruct.jinja (llama.cpp test case)"
     official_templates = ("deepseek-ai-deepseek-coder-33b-instruct.jinja",)
-    control_tokens = (BOS, EOS, "<|EOT|>", "### Instruction:", "### Response:")
-    generation_config = GenerationConfig(session_len=16384, stop_words=("<|EOT|>",), top_p=0.95)
+    control_tokens = (BOS, EOS, EOT, INSTRUCTION, RESPONSE)
+    generation_config = GenerationConfig(session_len=16384, stop_words=(EOT,), top_p=0.95)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         b = ctx.builder()
@@ -289,8 +307,8 @@ class DeepSeekV3Template(Template):
             b.control(OUTPUTS_END, m.index)
             ns.is_tool = False
         else:
-            if self.r1_style and "</think>" in text:
-                text = text.split("</think>")[-1]
+            if self.r1_style and THINK_CLOSE in text:
+                text = text.split(THINK_CLOSE)[-1]
                 if m.index > ns.last_user:
                     refuse_think_cut(self.name, m, text)
             b.control(ASSISTANT, m.index)
@@ -397,7 +415,7 @@ class DeepSeekR1DistillQwenTemplate(DeepSeekR1DistillLlamaTemplate):
     qwen_calls = True
 
     def _generation_prompt(self, b: SegmentBuilder, ctx: RenderContext) -> None:
-        b.control(ASSISTANT + "<think>\n" + ("" if ctx.option("enable_thinking") else "</think>"))
+        b.control(ASSISTANT + "<think>\n" + ("" if ctx.option("enable_thinking") else THINK_CLOSE))
 
 
 # ----------------------------------------------------------------------------- V3.1
@@ -422,6 +440,7 @@ class DeepSeekV31Template(Template):
     supports_tools = True
     supports_reasoning = True
     tool_parser_class = DeepSeekV3Parser
+    tool_parser = "deepseek_v31"  # the name V3.1's parser is known by (an alias of deepseek_v3)
     reasoning_parser_class = ThinkParser
     control_tokens = _V3_TOKENS
     generation_config = _V3_GEN.replace(session_len=131072)
@@ -477,8 +496,8 @@ class DeepSeekV31Template(Template):
                 text = m.text
                 if is_tool:
                     is_tool = False
-                elif "</think>" in text:
-                    text = text.split("</think>", 1)[1]
+                elif THINK_CLOSE in text:
+                    text = text.split(THINK_CLOSE, 1)[1]
                     if i > last_user:
                         refuse_think_cut(self.name, m, text)
                 b.content(text, i, True)
@@ -487,7 +506,7 @@ class DeepSeekV31Template(Template):
                 is_last_user, is_tool = False, True
                 b.turn(OUTPUT_BEGIN, m.text, OUTPUT_END, "", i)
         if ctx.add_generation_prompt and is_last_user and not is_tool:
-            b.control(ASSISTANT + ("<think>" if self._thinking(ctx) else "<think></think>"))
+            b.control(ASSISTANT + (THINK if self._thinking(ctx) else "<think></think>"))
         return b.segments
 
 

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
+from .markers import FUNCTOOLS
 
 
 class FireFunctionV2Parser(BlockParser):
     """``functools[…]`` calls after the text (see module doc)."""
 
     name = "firefunction_v2"
-    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
+    starts: ClassVar[Mapping[str, str]] = {FUNCTOOLS: "block"}

@@ -20,6 +20,7 @@ from ...jinja.trace import TurnInfo
 from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
+from .markers import BEGIN_OF_TEXT, END_OF_TEXT, EOT_ID
 from .parser import FireFunctionV2Parser
 
 
@@ -62,12 +63,12 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("fireworks-ai/llama-3-firefunction-v2",),
         tool_parser=FireFunctionV2Parser,
         generation=GenerationConfig(
-            stop_words=("<|eot_id|>", "<|end_of_text|>"),
+            stop_words=(EOT_ID, END_OF_TEXT),
             temperature=0.6,
             top_p=0.9,
             session_len=8192,
         ),
-        variables={"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+        variables={"bos_token": BEGIN_OF_TEXT, "eos_token": EOT_ID},
         description="FireFunction v2: Llama 3 turns, ' functools[…]' calls after the text",
     ),
 )

@@ -21,10 +21,10 @@ from typing import Any, ClassVar
 from ...parsing.base import Emitter
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.special import SpecialTokens
+from .markers import FUNCTION, PROMPT_ARROWS, PYTHON_TAG
 
-FUNC_OPEN, FUNC_CLOSE = "<function=", "</function>"
-PYTHON_TAG = "<|python_tag|>"
-ARROW = ">>>"
+FUNC_OPEN, FUNC_CLOSE = FUNCTION, "</function>"
+ARROW = PROMPT_ARROWS
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 #: Longest tool name / recipient line held while waiting for its end.
 _MAX_NAME = 256

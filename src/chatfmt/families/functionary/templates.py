@@ -11,12 +11,13 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import BEGIN_OF_TEXT, END_OF_TEXT, EOM_ID, EOT_ID
 from .parser import FunctionaryV31Parser, FunctionaryV32Parser
 
-_BOS = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
+_BOS = {"bos_token": BEGIN_OF_TEXT, "eos_token": EOT_ID}
 #: Llama 3.1's context and sampling defaults (the models are Llama 3.1 fine-tunes).
 _GEN = GenerationConfig(
-    stop_words=("<|eot_id|>", "<|end_of_text|>"), temperature=0.6, top_p=0.9, session_len=131072
+    stop_words=(EOT_ID, END_OF_TEXT), temperature=0.6, top_p=0.9, session_len=131072
 )
 
 TEMPLATES: tuple[Template, ...] = (
@@ -25,7 +26,7 @@ TEMPLATES: tuple[Template, ...] = (
         name="functionary-v3.1",
         model_ids=("meetkai/functionary-medium-v3.1", "meetkai/functionary-small-v3.1"),
         tool_parser=FunctionaryV31Parser,
-        generation=_GEN.replace(stop_words=("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>")),
+        generation=_GEN.replace(stop_words=(EOT_ID, EOM_ID, END_OF_TEXT)),
         variables=_BOS,
         description="Functionary v3.1: Llama 3.1 turns, <function=NAME>{…}</function> calls",
     ),

@@ -27,10 +27,10 @@ from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import ThinkParser
 from ...parsing.special import SpecialTokens
 from ...parsing.xml_values import KeywordArgs, parameter_schema, typed_value
+from .markers import CHANNEL_CLOSE, CHANNEL_OPEN, QUOTE, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
-QUOTE = '<|"|>'
-CALL_START, CALL_END = "<|tool_call>", "<tool_call|>"
-CHANNEL_START, CHANNEL_END = "<|channel>", "<channel|>"
+CALL_START, CALL_END = TOOL_CALL_OPEN, TOOL_CALL_CLOSE
+CHANNEL_START, CHANNEL_END = CHANNEL_OPEN, CHANNEL_CLOSE
 THOUGHT = "thought"
 #: How far a head (``call:NAME{``) or a key may run before it is decided to be broken.
 LOOKAHEAD = 256
@@ -406,10 +406,10 @@ class Gemma4Reasoning(ThinkParser):
     """``<|channel>thought\\n…<channel|>``: the channel name is markup, the rest reasoning."""
 
     name = "gemma4"
-    open_marker: ClassVar[str] = "<|channel>"
-    close_marker: ClassVar[str] = "<channel|>"
-    special_markers: ClassVar[tuple[str, ...]] = ("<|channel>", "<channel|>")
-    openers: ClassVar[tuple[tuple[str, str], ...]] = (("<|channel>", "channel"),)
+    open_marker: ClassVar[str] = CHANNEL_OPEN
+    close_marker: ClassVar[str] = CHANNEL_CLOSE
+    special_markers: ClassVar[tuple[str, ...]] = (CHANNEL_OPEN, CHANNEL_CLOSE)
+    openers: ClassVar[tuple[tuple[str, str], ...]] = ((CHANNEL_OPEN, "channel"),)
     channel: ClassVar[str] = "thought"
 
     def _s_channel(self) -> bool:

@@ -15,18 +15,19 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user
+from .markers import BOS, END_OF_TURN, EOS, START_OF_TURN, TOOL_RESPONSE_OPEN, TURN_CLOSE
 from .parser import Gemma4Parser, Gemma4Reasoning
 
-_START = "<start_of_turn>"
-_END = "<end_of_turn>"
+_START = START_OF_TURN
+_END = END_OF_TURN
 _ALTERNATE = "conversation roles must alternate user/assistant/user/assistant/..."
 
 
 class _GemmaBase(Template):
     """Shared Gemma rendering; subclasses choose how a leading system message is handled."""
 
-    bos = "<bos>"
-    control_tokens = ("<bos>", "<eos>", _START, _END)
+    bos = BOS
+    control_tokens = (BOS, EOS, _START, _END)
     #: ``"reject"`` (Gemma 1/2) or ``"fold"`` (Gemma 3: ``system + "\\n\\n"`` before the first turn).
     system_handling: ClassVar[str] = "reject"
 
@@ -103,7 +104,7 @@ class _GemmaBase(Template):
 
 _GEMMA_GEN = GenerationConfig(
     session_len=8192,
-    stop_words=("<end_of_turn>", "<eos>"),
+    stop_words=(END_OF_TURN, EOS),
     top_p=0.95,
     top_k=64,
     temperature=1.0,
@@ -166,13 +167,13 @@ GEMMA3 = Gemma3()
 #: ``<|tool_call>call:NAME{…}<tool_call|>`` (the model then writes ``<|tool_response>`` and stops),
 #: reasoning ``<|channel>thought\n…<channel|>``, ``enable_thinking`` puts ``<|think|>`` in the system turn.
 _GEMMA4_GENERATION = GenerationConfig(
-    stop_words=("<turn|>", "<|tool_response>", "<eos>"),
+    stop_words=(TURN_CLOSE, TOOL_RESPONSE_OPEN, EOS),
     temperature=1.0,
     top_p=0.95,
     top_k=64,
     session_len=262144,
 )
-_GEMMA4_VARIABLES = {"bos_token": "<bos>", "eos_token": "<eos>"}
+_GEMMA4_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
 GEMMA4 = PackagedTemplate(
     "google-gemma-4-31B-it.jinja",
     name="gemma4",

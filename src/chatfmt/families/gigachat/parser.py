@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
+from .markers import FUNCTION_CALL, MESSAGE_SEP, ROLE_SEP
 
-_SEP, _ROLE_SEP, _CALL = "<|message_sep|>", "<|role_sep|>", "<|function_call|>"
+_SEP, _ROLE_SEP, _CALL = MESSAGE_SEP, ROLE_SEP, FUNCTION_CALL
 _ROLE = "function call" + _ROLE_SEP
 
 

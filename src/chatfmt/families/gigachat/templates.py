@@ -11,9 +11,10 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import BOS, EOS, MESSAGE_SEP
 from .parser import GigaChat3Parser, GigaChat31Parser
 
-_VARIABLES = {"bos_token": "<s>", "eos_token": "</s>"}
+_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
 
 GIGACHAT3 = PackagedTemplate(
     "GigaChat3-10B-A1.8B.jinja",
@@ -24,7 +25,7 @@ GIGACHAT3 = PackagedTemplate(
         "ai-sage/GigaChat3-702B-A36B-preview",
     ),
     tool_parser=GigaChat3Parser,
-    generation=GenerationConfig(session_len=262144, stop_words=("</s>",)),
+    generation=GenerationConfig(session_len=262144, stop_words=(EOS,)),
     variables=_VARIABLES,
     description="GigaChat 3: role<|role_sep|>\\n…<|message_sep|>, function call<|role_sep|>\\n{…}.",
 )
@@ -34,7 +35,7 @@ GIGACHAT31 = PackagedTemplate(
     name="gigachat3.1",
     model_ids=("ai-sage/GigaChat3.1-10B-A1.8B", "ai-sage/GigaChat3.1-10B-A1.8B-bf16"),
     tool_parser=GigaChat31Parser,
-    generation=GenerationConfig(session_len=262144, stop_words=("<|message_sep|>", "</s>")),
+    generation=GenerationConfig(session_len=262144, stop_words=(MESSAGE_SEP, EOS)),
     variables=_VARIABLES,
     description="GigaChat 3.1: role<|role_sep|>\\n…, <|function_call|>{…}<|message_sep|>.",
 )

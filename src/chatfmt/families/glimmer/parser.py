@@ -16,9 +16,10 @@ from typing import Any, ClassVar
 
 from ...parsing.base import WS
 from ...parsing.invoke import MAX_HEADER, InvokeParser
+from .markers import ATEM_FUNCTION_CALLS, ATEM_FUNCTION_CALLS_CLOSE, EOM, MESSAGE, START
 
-_START, _MESSAGE, _EOM = "<|start|>", "<|message|>", "<|eom|>"
-_CALLS, _CALLS_END = "<atem:function_calls>", "</atem:function_calls>"
+_START, _MESSAGE, _EOM = START, MESSAGE, EOM
+_CALLS, _CALLS_END = ATEM_FUNCTION_CALLS, ATEM_FUNCTION_CALLS_CLOSE
 _ROLE = "assistant"
 _TO = "to="
 #: Recipients whose segment is reasoning.

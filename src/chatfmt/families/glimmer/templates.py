@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import EOT
 from .parser import GlimmerParser
 
 MUSE_GLIMMER = PackagedTemplate(
@@ -18,7 +19,7 @@ MUSE_GLIMMER = PackagedTemplate(
     name="muse-glimmer",
     aliases=("glimmer",),
     tool_parser=GlimmerParser,
-    generation=GenerationConfig(stop_words=("<|eot|>",)),
+    generation=GenerationConfig(stop_words=(EOT,)),
     description="Muse Glimmer (official Jinja; to=self reasoning, <atem:function_calls> calls)",
 )
 

@@ -18,8 +18,17 @@ from typing import Any, ClassVar
 from ...parsing.blocks import BlockParser, CodeBody, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.literals import KwargsCall
+from .markers import (
+    ARG_KEY,
+    ARG_KEY_CLOSE,
+    ARG_VALUE,
+    ARG_VALUE_CLOSE,
+    ASSISTANT,
+    TOOL_CALL,
+    TOOL_CALL_CLOSE,
+)
 
-_ASSISTANT = "<|assistant|>"
+_ASSISTANT = ASSISTANT
 _META = re.compile(r"[ \t]*([A-Za-z_][\w.\-]*)?[ \t]*")
 _CODE_NAMES = ("interpreter", "python")
 _MAX_LINE = 256
@@ -187,8 +196,8 @@ class GLM4Parser(ChatGLM3Parser):
 
 
 # ---------------------------------------------------------------------- GLM-4.5
-_TC, _TC_END = "<tool_call>", "</tool_call>"
-_K, _K_END, _V, _V_END = "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"
+_TC, _TC_END = TOOL_CALL, TOOL_CALL_CLOSE
+_K, _K_END, _V, _V_END = ARG_KEY, ARG_KEY_CLOSE, ARG_VALUE, ARG_VALUE_CLOSE
 _MALFORMED = "malformed <arg_key>/<arg_value> pairs"
 
 

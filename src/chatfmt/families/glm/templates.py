@@ -20,7 +20,29 @@ from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from ..chatml.markers import ENDOFTEXT
 from ..internlm.templates import function_objects, tools_json
+from .markers import (
+    ARG_KEY,
+    ARG_KEY_CLOSE,
+    ARG_VALUE,
+    ARG_VALUE_CLOSE,
+    ASSISTANT,
+    EOS,
+    GMASK,
+    MASK,
+    OBSERVATION,
+    SMASK,
+    SOP,
+    SYSTEM,
+    THINK,
+    THINK_CLOSE,
+    TOOL_CALL,
+    TOOL_CALL_CLOSE,
+    TOOL_RESPONSE,
+    TOOL_RESPONSE_CLOSE,
+    USER,
+)
 from .parser import ChatGLM3Parser, GLM4Parser, GLM45Parser
 
 _STOP_ROLES = ("user", "observation")
@@ -135,22 +157,20 @@ class ChatGLM3Template(Template):
         "zai-org/chatglm3-6b-128k",
     )
     model_patterns = (r"^chatglm3",)
-    generation_config = GenerationConfig(
-        session_len=8192, stop_words=("<|user|>", "<|observation|>", "</s>")
-    )
+    generation_config = GenerationConfig(session_len=8192, stop_words=(USER, OBSERVATION, EOS))
     description = (
         "ChatGLM3: [gMASK]sop, <|role|>metadata lines, tool_call(...) and interpreter turns."
     )
     source = "official Jinja: THUDM-chatglm3-6b.jinja; seed: ChatGLM3 chat format"
     supports_tools = True
     control_tokens = (
-        "[gMASK]",
-        "[MASK]",
-        "[sMASK]",
-        "<|system|>",
-        "<|user|>",
-        "<|assistant|>",
-        "<|observation|>",
+        GMASK,
+        MASK,
+        SMASK,
+        SYSTEM,
+        USER,
+        ASSISTANT,
+        OBSERVATION,
     )
     official_templates = ("THUDM-chatglm3-6b.jinja",)
     tool_parser_class = ChatGLM3Parser
@@ -196,7 +216,7 @@ class ChatGLM3Template(Template):
             opened = True
         for call in m.tool_calls:
             if opened:
-                b.control("<|assistant|>", i, trained=True)
+                b.control(ASSISTANT, i, trained=True)
             else:
                 w.role("assistant", i)
                 opened = True
@@ -256,15 +276,15 @@ GLM4_PYTHON_TOOL = (
     "环境中执行。\n`python` 返回代码执行的输出，或在执行 60 秒后返回超时。\n`/mnt/data` 将会持久化存储你的文件。"
     "在此会话中，`python` 无法访问互联网。不要使用 `python` 进行任何网络请求或者在线 API 调用，这些在线内容的访问将不会成功。"
 )
-_GLM_STOPS = ("<|user|>", "<|observation|>", "<|endoftext|>")
+_GLM_STOPS = (USER, OBSERVATION, ENDOFTEXT)
 _GLM_TOKENS = (
-    "[gMASK]",
-    "<sop>",
-    "<|system|>",
-    "<|user|>",
-    "<|assistant|>",
-    "<|observation|>",
-    "<|endoftext|>",
+    GMASK,
+    SOP,
+    SYSTEM,
+    USER,
+    ASSISTANT,
+    OBSERVATION,
+    ENDOFTEXT,
 )
 
 
@@ -334,7 +354,7 @@ class GLM4Template(Template):
                 if not text:
                     continue
                 if opened:
-                    b.control("<|assistant|>", i, trained=True)
+                    b.control(ASSISTANT, i, trained=True)
                 else:
                     w.role("assistant", i)
                     opened = True
@@ -366,9 +386,9 @@ def _split_reasoning(m: Message) -> tuple[str, str]:
     content = _text(m.content)
     if m.reasoning_content is not None:
         return m.reasoning_content, content
-    if "</think>" in content:
-        reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
-        return reasoning, content.split("</think>")[-1].lstrip("\n")
+    if THINK_CLOSE in content:
+        reasoning = content.split(THINK_CLOSE)[0].rstrip("\n").split(THINK)[-1].lstrip("\n")
+        return reasoning, content.split(THINK_CLOSE)[-1].lstrip("\n")
     return "", content
 
 
@@ -401,16 +421,16 @@ class GLM45Template(Template):
     supports_reasoning = True
     control_tokens = (
         *_GLM_TOKENS,
-        "<think>",
-        "</think>",
-        "<tool_call>",
-        "</tool_call>",
-        "<arg_key>",
-        "</arg_key>",
-        "<arg_value>",
-        "</arg_value>",
-        "<tool_response>",
-        "</tool_response>",
+        THINK,
+        THINK_CLOSE,
+        TOOL_CALL,
+        TOOL_CALL_CLOSE,
+        ARG_KEY,
+        ARG_KEY_CLOSE,
+        ARG_VALUE,
+        ARG_VALUE_CLOSE,
+        TOOL_RESPONSE,
+        TOOL_RESPONSE_CLOSE,
     )
     official_templates = ("GLM-4.6.jinja",)
     tool_parser_class = GLM45Parser
@@ -468,7 +488,7 @@ class GLM45Template(Template):
         if after_last_user and reasoning:
             b.control("\n<think>", i, trained=True)
             b.content(reasoning.strip(), i, trained=True)
-            b.control("</think>", i, trained=True)
+            b.control(THINK_CLOSE, i, trained=True)
         else:
             b.control("\n<think></think>", i, trained=True)
         if content.strip():
@@ -490,7 +510,7 @@ class GLM45Template(Template):
             b.content(call.name, i, trained=True)
             b.control("\n", i, trained=True)
             for key, value in args.items():
-                b.control("<arg_key>", i, trained=True)
+                b.control(ARG_KEY, i, trained=True)
                 b.content(str(key), i, trained=True)
                 b.control("</arg_key>\n<arg_value>", i, trained=True)
                 b.content(
@@ -499,7 +519,7 @@ class GLM45Template(Template):
                     trained=True,
                 )
                 b.control("</arg_value>\n", i, trained=True)
-            b.control("</tool_call>", i, trained=True)
+            b.control(TOOL_CALL_CLOSE, i, trained=True)
         w.reply = i
 
 
@@ -570,13 +590,13 @@ class GLM47Template(Template):
                 else:
                     if prev_role != "tool":
                         w.role("observation", i)
-                    b.turn("<tool_response>", m.content, "</tool_response>", "", i)
+                    b.turn(TOOL_RESPONSE, m.content, TOOL_RESPONSE_CLOSE, "", i)
             else:
                 self._assistant(w, m, keep_all or i > last_user)
             prev_role = m.role
         if ctx.add_generation_prompt:
             w.role("assistant", None)
-            b.control("<think>" if ctx.option("enable_thinking") else "</think>")
+            b.control(THINK if ctx.option("enable_thinking") else THINK_CLOSE)
         return b.segments
 
     @staticmethod
@@ -585,11 +605,11 @@ class GLM47Template(Template):
         reasoning, content = _split_reasoning(m)
         w.role("assistant", i)
         if keep_reasoning and reasoning:
-            b.control("<think>", i, trained=True)
+            b.control(THINK, i, trained=True)
             b.content(reasoning.strip(), i, trained=True)
-            b.control("</think>", i, trained=True)
+            b.control(THINK_CLOSE, i, trained=True)
         else:  # a closed, empty think block the template writes (not model output)
-            b.control("</think>", i)
+            b.control(THINK_CLOSE, i)
         b.content(content.strip(), i, trained=True)
         for j, call in enumerate(m.tool_calls):
             if call.is_code:
@@ -602,16 +622,16 @@ class GLM47Template(Template):
                     index=i,
                     field=f"tool_calls[{j}].function.arguments",
                 )
-            b.control("<tool_call>", i, trained=True)
+            b.control(TOOL_CALL, i, trained=True)
             b.content(call.name, i, trained=True)
             for key, value in call.arguments.items():
-                b.control("<arg_key>", i, trained=True)
+                b.control(ARG_KEY, i, trained=True)
                 b.content(str(key), i, trained=True)
                 b.control("</arg_key><arg_value>", i, trained=True)
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 b.content(text, i, trained=True)
-                b.control("</arg_value>", i, trained=True)
-            b.control("</tool_call>", i, trained=True)
+                b.control(ARG_VALUE_CLOSE, i, trained=True)
+            b.control(TOOL_CALL_CLOSE, i, trained=True)
         w.reply = i
 
 

@@ -29,10 +29,7 @@ from enum import Enum
 from ...parsing.base import FormatParser
 from ...parsing.json_stream import JsonScanner
 from ...parsing.markers import MarkerSet, marker_set
-
-START, END, MESSAGE = "<|start|>", "<|end|>", "<|message|>"
-CHANNEL, CONSTRAIN = "<|channel|>", "<|constrain|>"
-CALL, RETURN = "<|call|>", "<|return|>"
+from .markers import CALL, CHANNEL, CONSTRAIN, END, MESSAGE, RETURN, START
 
 #: What ends a message body (``<|start|>`` too: a model that skips ``<|end|>``).
 _BODY_END = (END, CALL, RETURN, START)

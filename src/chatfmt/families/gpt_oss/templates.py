@@ -26,12 +26,11 @@ from ...errors import UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from ..chatml.markers import ENDOFTEXT
 from ..chatml.render import require_messages, require_text, tojson
+from .markers import CALL, CHANNEL, CONSTRAIN, END, MESSAGE, RETURN, START
 from .parser import HarmonyParser
 
-START, END, MESSAGE, CHANNEL = "<|start|>", "<|end|>", "<|message|>", "<|channel|>"
-CONSTRAIN, RETURN, CALL = "<|constrain|>", "<|return|>", "<|call|>"
-ENDOFTEXT = "<|endoftext|>"
 CONTROL_TOKENS = (START, END, MESSAGE, CHANNEL, CONSTRAIN, RETURN, CALL, ENDOFTEXT)
 
 DEFAULT_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."

@@ -10,21 +10,22 @@ from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import ThinkParser
+from .markers import RESPONSE, RESPONSE_CLOSE, TOOL_CALL, TOOL_CALL_CLOSE, TOOL_CALL_TOKEN
 
 
 class GraniteParser(BlockParser):
     """Granite 3.x writes ``<|tool_call|>`` and a JSON list; Granite 4 uses Hermes-style blocks."""
 
     name = "granite"
-    special_markers = ("<|tool_call|>", "<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<|tool_call|>": "block", "<tool_call>": "block"}
+    special_markers = (TOOL_CALL_TOKEN, TOOL_CALL, TOOL_CALL_CLOSE)
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL_TOKEN: "block", TOOL_CALL: "block"}
     ends: ClassVar[Mapping[str, str | None]] = {
-        "<|tool_call|>": None,
-        "<tool_call>": "</tool_call>",
+        TOOL_CALL_TOKEN: None,
+        TOOL_CALL: TOOL_CALL_CLOSE,
     }
 
 
-_RESPONSE, _RESPONSE_END = "<response>", "</response>"
+_RESPONSE, _RESPONSE_END = RESPONSE, RESPONSE_CLOSE
 
 
 class GraniteThinkParser(ThinkParser):

@@ -16,11 +16,12 @@ from ...errors import ValidationError
 from ...protocol import Conversation, Message
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_text_with_calls
+from .markers import END_OF_ROLE, END_OF_TEXT, START_OF_ROLE, TOOL_CALL_TOKEN
 from .parser import GraniteParser, GraniteThinkParser
 
-_SOR = "<|start_of_role|>"
-_EOR = "<|end_of_role|>"
-_EOT = "<|end_of_text|>"
+_SOR = START_OF_ROLE
+_EOR = END_OF_ROLE
+_EOT = END_OF_TEXT
 
 
 def _tojson(value: Any, indent: int | None = None) -> str:
@@ -118,7 +119,7 @@ class Granite3(Template):
         "controls": None,
         "thinking": False,
     }
-    control_tokens = (_SOR, _EOR, _EOT, "<|tool_call|>")
+    control_tokens = (_SOR, _EOR, _EOT, TOOL_CALL_TOKEN)
     generation_config = GenerationConfig(
         session_len=131072,
         stop_words=(_EOT,),
@@ -190,7 +191,7 @@ class Granite3(Template):
         refuse_text_with_calls(self.name, m)
         if m.tool_calls:  # content null or "": the model's own '<|tool_call|>' form
             calls = [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]
-            b.control("<|tool_call|>", m.index, True)
+            b.control(TOOL_CALL_TOKEN, m.index, True)
             b.content(_tojson(calls), m.index, True)
         elif m.content is None:
             raise ValidationError("content must be a string", index=m.index, field="content")

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
+from .markers import TOOL_CALL, TOOL_CALL_CLOSE
 
 
 class HermesParser(BlockParser):
     """One or more call objects per ``<tool_call>`` block (separated by ``,`` if several)."""
 
     name = "hermes"
-    special_markers = ("<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block"}
-    end = "</tool_call>"
+    special_markers = (TOOL_CALL, TOOL_CALL_CLOSE)
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL: "block"}
+    end = TOOL_CALL_CLOSE

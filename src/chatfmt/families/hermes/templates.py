@@ -19,10 +19,10 @@ from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_text_with_calls
 from ..chatml.markers import IM_END, IM_START
 from ..chatml.render import chatml_turn, function_call, require_text, tojson
+from .markers import BEGIN_OF_TEXT, END_OF_TEXT
 from .parser import HermesParser
 
-BOS = "<|begin_of_text|>"
-END_OF_TEXT = "<|end_of_text|>"
+BOS = BEGIN_OF_TEXT
 
 _SYSTEM_INTRO = (
     "You are a function calling AI model. You are provided with function signatures within "

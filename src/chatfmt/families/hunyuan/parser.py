@@ -16,6 +16,7 @@ from typing import ClassVar
 from ...parsing.blocks import BlockParser
 from ...parsing.reasoning import think_parser
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
+from .markers import THINK_OPENSOURCE, THINK_OPENSOURCE_CLOSE, TOOL_SEP_OPENSOURCE
 
 
 def _tag(name: str) -> tuple[str, str]:
@@ -24,7 +25,7 @@ def _tag(name: str) -> tuple[str, str]:
 
 _CALLS, _CALLS_END = _tag("tool_calls")
 _CALL, _CALL_END = _tag("tool_call")
-_SEP = "<tool_sep:opensource>"
+_SEP = TOOL_SEP_OPENSOURCE
 _K, _K_END = _tag("arg_key")
 _V, _V_END = _tag("arg_value")
 _MAX_HEAD = 256
@@ -187,4 +188,4 @@ class HunyuanParser(BlockParser):
         super().end_block()
 
 
-HunyuanThinkParser = think_parser("hunyuan", "<think:opensource>", "</think:opensource>")
+HunyuanThinkParser = think_parser("hunyuan", THINK_OPENSOURCE, THINK_OPENSOURCE_CLOSE)

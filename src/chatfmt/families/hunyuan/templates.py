@@ -12,9 +12,10 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import HY_EOS_OPENSOURCE
 from .parser import HunyuanParser, HunyuanThinkParser
 
-EOS = "<｜hy_eos:opensource｜>"
+EOS = HY_EOS_OPENSOURCE
 
 HY3 = PackagedTemplate(
     "tencent-Hy3.jinja",

@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser, CodeBody
+from .markers import ACTION_END, ACTION_START, INTERPRETER, PLUGIN
 
 _START, _END, _PLUGIN, _INTERP = (
-    "<|action_start|>",
-    "<|action_end|>",
-    "<|plugin|>",
-    "<|interpreter|>",
+    ACTION_START,
+    ACTION_END,
+    PLUGIN,
+    INTERPRETER,
 )
 
 

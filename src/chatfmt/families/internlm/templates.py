@@ -22,6 +22,8 @@ from ...errors import TemplateError, UnsupportedFeatureError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from ..chatml.markers import IM_END, IM_START
+from .markers import ACTION_END, ACTION_START, BOS, EOA, EOH, EOS, INTERPRETER, PLUGIN
 from .parser import InternLM2Parser
 
 # --------------------------------------------------------------------------- prompts
@@ -127,9 +129,9 @@ def function_objects(tools: tuple[Tool, ...]) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- InternLM2
-_IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
-_ACTION_START, _ACTION_END = "<|action_start|>", "<|action_end|>"
-_PLUGIN, _INTERPRETER = "<|plugin|>", "<|interpreter|>"
+_IM_START, _IM_END = IM_START, IM_END
+_ACTION_START, _ACTION_END = ACTION_START, ACTION_END
+_PLUGIN, _INTERPRETER = PLUGIN, INTERPRETER
 _SUB_NAMES = {"plugin": _PLUGIN, "interpreter": _INTERPRETER}
 
 
@@ -173,8 +175,8 @@ class InternLM2Template(Template):
     model_patterns: tuple[str, ...] = (r"^internlm2(?:[._]5)?-.*chat",)
     generation_config = GenerationConfig(
         session_len=32768,
-        stop_words=("<|im_end|>",),
-        tool_stop_words=("<|action_end|>",),
+        stop_words=(IM_END,),
+        tool_stop_words=(ACTION_END,),
     )
     description = "InternLM2/2.5 chat: ChatML + BOS, plugin/interpreter tools, environment role."
     source = (
@@ -182,19 +184,19 @@ class InternLM2Template(Template):
     )
     supports_tools = True
     control_tokens: tuple[str, ...] = (
-        "<|im_start|>",
-        "<|im_end|>",
-        "<|action_start|>",
-        "<|action_end|>",
-        "<|interpreter|>",
-        "<|plugin|>",
-        "<s>",
-        "</s>",
+        IM_START,
+        IM_END,
+        ACTION_START,
+        ACTION_END,
+        INTERPRETER,
+        PLUGIN,
+        BOS,
+        EOS,
     )
     official_templates: tuple[str, ...] = ("internlm-internlm2-chat-7b.jinja",)
     tool_parser_class = InternLM2Parser
     default_options: ClassVar[Mapping[str, Any]] = {
-        "bos_token": "<s>",
+        "bos_token": BOS,
         "interpreter_prompt": INTERPRETER_PROMPT,
         "plugin_prompt": "{prompt}\n",
         "tools_json": "seed",
@@ -343,12 +345,12 @@ class InternLMChatTemplate(Template):
     aliases: tuple[str, ...] = ("internlm", "internlm-chat")
     model_ids: tuple[str, ...] = ("internlm/internlm-chat-7b",)
     model_patterns: tuple[str, ...] = (r"^internlm-chat(?!.*(?:8k|20b))",)
-    generation_config = GenerationConfig(session_len=2048, stop_words=("<eoa>",))
+    generation_config = GenerationConfig(session_len=2048, stop_words=(EOA,))
     description = (
         "LMDeploy InternLM-Chat v1: <|System|>:/<|User|>:/<|Bot|>: lines, <eoa> ends replies."
     )
     source = "seed: LMDeploy chat-template design (InternLMChat7B)"
-    control_tokens: tuple[str, ...] = ("<eoa>", "<eoh>", "<s>", "</s>")
+    control_tokens: tuple[str, ...] = (EOA, EOH, BOS, EOS)
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         if conv.tools:
@@ -374,7 +376,7 @@ class InternLMChatTemplate(Template):
             else:
                 b.control("<|Bot|>:", i)
                 b.content(m.text, i, trained=True)
-                b.control("<eoa>", i, trained=True)
+                b.control(EOA, i, trained=True)
                 b.control("\n", i)
         if ctx.add_generation_prompt:
             b.control("<|Bot|>:")
@@ -388,7 +390,7 @@ class InternLMChat8KTemplate(InternLMChatTemplate):
     aliases = ("internlm-chat-8k",)
     model_ids = ("internlm/internlm-chat-7b-8k",)
     model_patterns = (r"^internlm-chat-7b-8k",)
-    generation_config = GenerationConfig(session_len=8192, stop_words=("<eoa>",))
+    generation_config = GenerationConfig(session_len=8192, stop_words=(EOA,))
 
 
 class InternLMChat20BTemplate(InternLMChatTemplate):
@@ -398,7 +400,7 @@ class InternLMChat20BTemplate(InternLMChatTemplate):
     aliases = ()
     model_ids = ("internlm/internlm-chat-20b",)
     model_patterns = (r"^internlm-chat-20b",)
-    generation_config = GenerationConfig(session_len=8192, stop_words=("<eoa>",))
+    generation_config = GenerationConfig(session_len=8192, stop_words=(EOA,))
 
 
 class InternLMBaseTemplate(Template):

@@ -32,8 +32,7 @@ from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
 from ...parsing.special import SpecialTokens
 from ...parsing.xml_values import parameter_schema, typed_value
-
-OPEN, CLOSE, SEP = "<|open|>", "<|close|>", "<|sep|>"
+from .markers import CLOSE, OPEN, SEP
 
 
 def open_tag(tag: str) -> str:

@@ -17,13 +17,22 @@ from typing import Any, ClassVar
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import ThinkParser
+from .markers import (
+    TOOL_CALL_ARGUMENT_BEGIN,
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_END,
+    TOOL_CALL_SECTION_BEGIN,
+    TOOL_CALL_SECTION_END,
+    TOOL_CALLS_SECTION_BEGIN,
+    TOOL_CALLS_SECTION_END,
+)
 
-SECTION_BEGIN, SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
-SECTION_BEGIN_1, SECTION_END_1 = "<|tool_call_section_begin|>", "<|tool_call_section_end|>"
+SECTION_BEGIN, SECTION_END = TOOL_CALLS_SECTION_BEGIN, TOOL_CALLS_SECTION_END
+SECTION_BEGIN_1, SECTION_END_1 = TOOL_CALL_SECTION_BEGIN, TOOL_CALL_SECTION_END
 CALL_BEGIN, ARG_BEGIN, CALL_END = (
-    "<|tool_call_begin|>",
-    "<|tool_call_argument_begin|>",
-    "<|tool_call_end|>",
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_ARGUMENT_BEGIN,
+    TOOL_CALL_END,
 )
 #: Markers that end a thinking block when the model starts calling tools inside it.
 _ENDS_THINKING = (SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN)

@@ -14,8 +14,10 @@ from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation
 from ...segments import Segment
 from ...template import RenderContext, Template
+from ..chatml.markers import IM_END
 from ..chatml.render import function_call, tojson
 from .k3_parser import KimiK3Parser, KimiK3Think
+from .markers import END_OF_MSG, IM_ASSISTANT, IM_MIDDLE, IM_SYSTEM, IM_USER
 from .parser import (
     ARG_BEGIN,
     CALL_BEGIN,
@@ -26,12 +28,12 @@ from .parser import (
     KimiK2ThinkParser,
 )
 
-_IM_END = "<|im_end|>"
+_IM_END = IM_END
 _IM_SYSTEM, _IM_USER, _IM_ASSISTANT, _IM_MIDDLE = (
-    "<|im_system|>",
-    "<|im_user|>",
-    "<|im_assistant|>",
-    "<|im_middle|>",
+    IM_SYSTEM,
+    IM_USER,
+    IM_ASSISTANT,
+    IM_MIDDLE,
 )
 _HEADS = {"user": _IM_USER, "assistant": _IM_ASSISTANT}
 KIMI_DEFAULT_SYSTEM = "You are Kimi, an AI assistant created by Moonshot AI."
@@ -156,7 +158,7 @@ TEMPLATES: tuple[Template, ...] = (
         tool_parser=KimiK3Parser,
         reasoning_parser=KimiK3Think,
         generation=GenerationConfig(
-            stop_words=("<|end_of_msg|>",), temperature=1.0, top_p=1.0, session_len=262144
+            stop_words=(END_OF_MSG,), temperature=1.0, top_p=1.0, session_len=262144
         ),
         description="Kimi-K3: <|open|>TAG …<|sep|> / <|close|>TAG<|sep|> messages; thinking "
         "(on by default) in a think tag, calls with typed arguments in a tools tag",

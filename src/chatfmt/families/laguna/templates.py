@@ -19,9 +19,9 @@ from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
 from ..glm.parser import GLM45Parser
+from .markers import ASSISTANT_CLOSE, EOS
 
-EOS = "〈|EOS|〉"
-_GENERATION = GenerationConfig(stop_words=("</assistant>", EOS), session_len=131072)
+_GENERATION = GenerationConfig(stop_words=(ASSISTANT_CLOSE, EOS), session_len=131072)
 _VARIABLES = {"bos_token": EOS, "eos_token": EOS}
 
 

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.pythonic import PythonicParser
+from .markers import TOOL_CALL_END, TOOL_CALL_START
 
 
 class LFM2Parser(PythonicParser):
     """LFM2 / LFM2.5: ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>`` (pythonic or JSON inside)."""
 
     name = "lfm2"
-    special_markers: ClassVar[tuple[str, ...]] = ("<|tool_call_start|>", "<|tool_call_end|>")
-    starts: ClassVar[Mapping[str, str]] = {"<|tool_call_start|>": "py_block"}
-    ends: ClassVar[Mapping[str, str | None]] = {"<|tool_call_start|>": "<|tool_call_end|>"}
+    special_markers: ClassVar[tuple[str, ...]] = (TOOL_CALL_START, TOOL_CALL_END)
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL_START: "py_block"}
+    ends: ClassVar[Mapping[str, str | None]] = {TOOL_CALL_START: TOOL_CALL_END}

@@ -14,10 +14,12 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import IM_END
+from .markers import STARTOFTEXT
 from .parser import LFM2Parser
 
-_VARIABLES = {"bos_token": "<|startoftext|>", "eos_token": "<|im_end|>"}
-_STOP = ("<|im_end|>",)
+_VARIABLES = {"bos_token": STARTOFTEXT, "eos_token": IM_END}
+_STOP = (IM_END,)
 
 #: LFM2.5's recommended sampling (the same for the dense and the MoE model).
 _LFM25_GENERATION = GenerationConfig(

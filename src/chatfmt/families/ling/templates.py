@@ -16,9 +16,9 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import ENDOFTEXT
 from ..glm.parser import GLM45Parser
-
-ROLE_END = "<|role_end|>"
+from .markers import ROLE_END
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -28,8 +28,8 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("inclusionAI/Ling-3.0-flash", "inclusionAI/Ling-3.0-flash-fp4"),
         tool_parser=GLM45Parser,
         reasoning_parser=ThinkParser,
-        generation=GenerationConfig(stop_words=(ROLE_END, "<|endoftext|>"), session_len=262144),
-        variables={"bos_token": "", "eos_token": "<|endoftext|>"},
+        generation=GenerationConfig(stop_words=(ROLE_END, ENDOFTEXT), session_len=262144),
+        variables={"bos_token": "", "eos_token": ENDOFTEXT},
         description=(
             "Ling 3.0 flash (official Jinja): <role>HUMAN</role>…<|role_end|> turns, "
             "<tool_call>name<arg_key>…</tool_call> calls, <think> reasoning (on by default)."

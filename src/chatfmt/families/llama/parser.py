@@ -16,8 +16,9 @@ from typing import ClassVar
 from ...parsing.blocks import CodeBody, JsonCall
 from ...parsing.literals import KwargsCall
 from ..functionary.parser import FUNC_OPEN, FunctionTagCalls
+from .markers import EOM_ID, PYTHON_TAG
 
-_TAG, _EOM = "<|python_tag|>", "<|eom_id|>"
+_TAG, _EOM = PYTHON_TAG, EOM_ID
 _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 

@@ -18,6 +18,22 @@ from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, refuse_text_with_calls
+from .markers import (
+    BEGIN_OF_TEXT,
+    BOS,
+    END_HEADER_ID,
+    END_OF_TEXT,
+    EOM_ID,
+    EOS,
+    EOT_ID,
+    FINETUNE_RIGHT_PAD_ID,
+    INST,
+    INST_CLOSE,
+    PYTHON_TAG,
+    START_HEADER_ID,
+    SYS_CLOSE,
+    SYS_OPEN,
+)
 from .parser import Llama3JsonParser
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
@@ -58,10 +74,10 @@ class Llama2Template(Template):
         "official Jinja: meta-llama-Llama-2-7b-chat-hf.jinja (Llama-2-*-chat-hf tokenizer_config)"
     )
     official_templates = ("meta-llama-Llama-2-7b-chat-hf.jinja",)
-    control_tokens = ("<s>", "</s>", "[INST]", "[/INST]", "<<SYS>>", "<</SYS>>")
-    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the Llama 2 tokenizer
+    control_tokens = (BOS, EOS, INST, INST_CLOSE, SYS_OPEN, SYS_CLOSE)
+    text_control_tokens = (INST, INST_CLOSE)  # plain text to the Llama 2 tokenizer
     generation_config = GenerationConfig(
-        session_len=4096, stop_words=("</s>",), top_p=0.9, temperature=0.6
+        session_len=4096, stop_words=(EOS,), top_p=0.9, temperature=0.6
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -121,7 +137,7 @@ class Llama2SeedTemplate(Template):
     source = "seed: ChatML overview (Llama2 ChatML)"
     control_tokens = Llama2Template.control_tokens
     text_control_tokens = Llama2Template.text_control_tokens
-    generation_config = GenerationConfig(session_len=4096, stop_words=("</s>",))
+    generation_config = GenerationConfig(session_len=4096, stop_words=(EOS,))
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         system, msgs = conv.split_system()
@@ -151,21 +167,21 @@ class Llama2SeedTemplate(Template):
 
 # ----------------------------------------------------------------------------- Llama 3
 _HEADER = "<|start_header_id|>{}<|end_header_id|>\n\n"
-_EOT = "<|eot_id|>"
-_EOM = "<|eom_id|>"
+_EOT = EOT_ID
+_EOM = EOM_ID
 _LLAMA3_TOKENS = (
-    "<|begin_of_text|>",
-    "<|end_of_text|>",
-    "<|start_header_id|>",
-    "<|end_header_id|>",
+    BEGIN_OF_TEXT,
+    END_OF_TEXT,
+    START_HEADER_ID,
+    END_HEADER_ID,
     _EOT,
     _EOM,
-    "<|python_tag|>",
-    "<|finetune_right_pad_id|>",
+    PYTHON_TAG,
+    FINETUNE_RIGHT_PAD_ID,
 )
 _LLAMA3_GEN = GenerationConfig(
     session_len=8192,
-    stop_words=(_EOT, "<|end_of_text|>"),
+    stop_words=(_EOT, END_OF_TEXT),
     top_p=0.9,
     temperature=0.6,
 )
@@ -196,7 +212,7 @@ class Llama3Template(Template):
         for k, m in enumerate(conv.messages):
             _reject_tools(self.name, m)
             if k == 0:
-                b.control("<|begin_of_text|>", m.index)
+                b.control(BEGIN_OF_TEXT, m.index)
             b.control(_HEADER.format(_header_role(m)), m.index)
             trained = m.role == "assistant"
             b.content(m.text.strip(), m.index, trained)
@@ -317,7 +333,7 @@ class Llama31Template(Template):
             raise ValidationError(
                 "built-in tool call arguments must be an object", index=m.index, field=field
             )
-        b.control("<|python_tag|>", m.index, True)
+        b.control(PYTHON_TAG, m.index, True)
         b.content(call.name, m.index, True)
         b.control(".call(", m.index, True)
         for j, (key, val) in enumerate(args.items()):
@@ -339,7 +355,7 @@ class Llama31Template(Template):
         builtin = self._builtin(conv, ctx)
         in_user = bool(ctx.option("tools_in_user_message"))
         b = ctx.builder()
-        b.control("<|begin_of_text|>")
+        b.control(BEGIN_OF_TEXT)
         sidx = system.index if system else None
         b.control(_HEADER.format("system"), sidx)
         if builtin is not None or tools:

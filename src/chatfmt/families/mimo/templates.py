@@ -15,6 +15,7 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import ENDOFTEXT, IM_END
 from ..hermes.parser import HermesParser
 
 TEMPLATES: tuple[Template, ...] = (
@@ -25,8 +26,8 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("XiaomiMiMo/MiMo-VL-7B-RL", "XiaomiMiMo/MiMo-VL-7B-SFT"),
         tool_parser=HermesParser,
         reasoning_parser=ThinkParser,
-        generation=GenerationConfig(stop_words=("<|im_end|>", "<|endoftext|>"), session_len=32768),
-        variables={"bos_token": "", "eos_token": "<|im_end|>"},
+        generation=GenerationConfig(stop_words=(IM_END, ENDOFTEXT), session_len=32768),
+        variables={"bos_token": "", "eos_token": IM_END},
         description=(
             "MiMo-VL (official Jinja): ChatML, <tool_call>{json}</tool_call> calls, "
             "<think> reasoning in the model's output."

@@ -14,8 +14,9 @@ from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
+from .markers import FUNCTION_NAME
 
-_FN, _FN_END = '<function name="', "</function>"
+_FN, _FN_END = FUNCTION_NAME, "</function>"
 _PARAM, _PARAM_END = '<param name="', "</param>"
 _ATTR_END = '">'
 _CDATA, _CDATA_END = "<![CDATA[", "]]>"

@@ -13,6 +13,8 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import IM_END
+from .markers import BOS
 from .parser import MiniCPM5Parser
 
 MINICPM5 = PackagedTemplate(
@@ -23,9 +25,9 @@ MINICPM5 = PackagedTemplate(
     tool_parser=MiniCPM5Parser,
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
-        session_len=131072, stop_words=("<|im_end|>",), top_p=0.95, temperature=0.7
+        session_len=131072, stop_words=(IM_END,), top_p=0.95, temperature=0.7
     ),
-    variables={"bos_token": "<s>", "eos_token": "<|im_end|>"},
+    variables={"bos_token": BOS, "eos_token": IM_END},
     description="MiniCPM5: ChatML, <think>, <function name=…><param name=…>…</param></function>.",
 )
 

@@ -15,16 +15,24 @@ from ...parsing.blocks import BlockParser
 from ...parsing.invoke import _MALFORMED, InvokeParser
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_values import parameter_schema, typed_value
+from .markers import (
+    MINIMAX_TOOL_CALL,
+    MINIMAX_TOOL_CALL_CLOSE,
+    MM_THINK,
+    MM_THINK_CLOSE,
+    TOOL_CALLS,
+    TOOL_CALLS_CLOSE,
+)
 
-_M3_OPEN, _M3_CLOSE = "<mm:think>", "</mm:think>"
+_M3_OPEN, _M3_CLOSE = MM_THINK, MM_THINK_CLOSE
 
 
 class MiniMaxM1Parser(BlockParser):
     """Call objects (newline-separated; ``,`` also accepted) inside ``<tool_calls>…</tool_calls>``."""
 
     name = "minimax_m1"
-    starts: ClassVar[Mapping[str, str]] = {"<tool_calls>": "block"}
-    end = "</tool_calls>"
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "block"}
+    end = TOOL_CALLS_CLOSE
 
 
 class MiniMaxM3ThinkParser(ThinkParser):
@@ -42,7 +50,7 @@ class MiniMaxM3ThinkParser(ThinkParser):
 
 
 # ---------------------------------------------------------------------- MiniMax-M2
-_MM_CALL, _MM_CALL_END = "<minimax:tool_call>", "</minimax:tool_call>"
+_MM_CALL, _MM_CALL_END = MINIMAX_TOOL_CALL, MINIMAX_TOOL_CALL_CLOSE
 
 
 class MiniMaxM2Parser(InvokeParser):

@@ -16,6 +16,7 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from .markers import END_OF_SENTENCE, MESSAGE_END
 from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
 
 MINIMAX_M1 = PackagedTemplate(
@@ -25,7 +26,7 @@ MINIMAX_M1 = PackagedTemplate(
     tool_parser=MiniMaxM1Parser,
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
-        stop_words=("<end_of_sentence>",), temperature=1.0, top_p=0.95, session_len=1_000_000
+        stop_words=(END_OF_SENTENCE,), temperature=1.0, top_p=0.95, session_len=1_000_000
     ),
     description="MiniMax-M1 (official Jinja; <tool_calls> JSON lines, <think> reasoning)",
 )
@@ -37,7 +38,7 @@ MINIMAX_M2 = PackagedTemplate(
     tool_parser=MiniMaxM2Parser,
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
-        stop_words=("[e~[",), temperature=1.0, top_p=0.95, top_k=40, session_len=196_608
+        stop_words=(MESSAGE_END,), temperature=1.0, top_p=0.95, top_k=40, session_len=196_608
     ),
     description="MiniMax-M2 (official Jinja; <minimax:tool_call>/<invoke> calls, <think> prefilled)",
 )
@@ -49,7 +50,7 @@ MINIMAX_M3 = PackagedTemplate(
     tool_parser=MiniMaxM3Parser,
     reasoning_parser=MiniMaxM3ThinkParser,
     generation=GenerationConfig(
-        stop_words=("[e~[",), temperature=1.0, top_p=0.95, top_k=40, session_len=1_048_576
+        stop_words=(MESSAGE_END,), temperature=1.0, top_p=0.95, top_k=40, session_len=1_048_576
     ),
     description="MiniMax-M3 (official Jinja; ]<]minimax[>[ <invoke> calls, <mm:think> reasoning)",
 )

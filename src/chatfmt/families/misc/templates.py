@@ -10,6 +10,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...spec import RoleFormat, SpecTemplate, TemplateSpec
 from ...template import Template
+from .markers import ASSISTANT, END, EOS, RESERVED_106, RESERVED_107, SYSTEM, USER
 
 _R = RoleFormat
 
@@ -26,13 +27,13 @@ BAICHUAN2 = SpecTemplate(
         source="Baichuan2 generation_utils.build_chat_input (user_token_id 195, assistant_token_id 196); lmdeploy baichuan2",
         roles={
             "system": _R("", "", ""),
-            "user": _R("<reserved_106>", "", ""),
-            "assistant": _R("<reserved_107>", "", ""),
+            "user": _R(RESERVED_106, "", ""),
+            "assistant": _R(RESERVED_107, "", ""),
         },
-        control_tokens=("<reserved_106>", "<reserved_107>"),
+        control_tokens=(RESERVED_106, RESERVED_107),
         generation_config=GenerationConfig(
             session_len=4096,
-            stop_words=("</s>",),
+            stop_words=(EOS,),
             top_p=0.85,
             top_k=5,
             temperature=0.3,
@@ -66,11 +67,11 @@ VICUNA = SpecTemplate(
         roles={
             "system": _R("", "", " "),
             "user": _R("USER: ", "", " "),
-            "assistant": _R("ASSISTANT: ", "</s>", ""),
+            "assistant": _R("ASSISTANT: ", EOS, ""),
         },
         generation_prompt="ASSISTANT:",
-        control_tokens=("</s>",),
-        generation_config=GenerationConfig(session_len=4096, stop_words=("</s>",)),
+        control_tokens=(EOS,),
+        generation_config=GenerationConfig(session_len=4096, stop_words=(EOS,)),
     )
 )
 
@@ -84,11 +85,11 @@ VICUNA_NEWLINE = SpecTemplate(
         roles={
             "system": _R("", "", "\n\n"),
             "user": _R("USER: ", "", "\n"),
-            "assistant": _R("ASSISTANT: ", "</s>", "\n"),
+            "assistant": _R("ASSISTANT: ", EOS, "\n"),
         },
         generation_prompt="ASSISTANT:",
-        control_tokens=("</s>",),
-        generation_config=GenerationConfig(session_len=2048, stop_words=("</s>",)),
+        control_tokens=(EOS,),
+        generation_config=GenerationConfig(session_len=2048, stop_words=(EOS,)),
     )
 )
 
@@ -101,11 +102,11 @@ ORCA_VICUNA = SpecTemplate(
         roles={
             "system": _R("SYSTEM: ", "", "\n"),
             "user": _R("USER: ", "", "\n"),
-            "assistant": _R("ASSISTANT: ", "</s>", "\n"),
+            "assistant": _R("ASSISTANT: ", EOS, "\n"),
         },
         generation_prompt="ASSISTANT:",
-        control_tokens=("</s>",),
-        generation_config=GenerationConfig(session_len=4096, stop_words=("</s>",)),
+        control_tokens=(EOS,),
+        generation_config=GenerationConfig(session_len=4096, stop_words=(EOS,)),
     )
 )
 
@@ -122,14 +123,14 @@ ZEPHYR = SpecTemplate(
         description="Zephyr: <|system|>/<|user|>/<|assistant|> turns, each closed by </s> and a newline.",
         source="official Jinja: ollama-tinyllama-1.1b.jinja (the Zephyr template, shared by TinyLlama-Chat)",
         roles={
-            "system": _R("<|system|>\n", "</s>", "\n"),
-            "user": _R("<|user|>\n", "</s>", "\n"),
-            "assistant": _R("<|assistant|>\n", "</s>", "\n"),
+            "system": _R("<|system|>\n", EOS, "\n"),
+            "user": _R("<|user|>\n", EOS, "\n"),
+            "assistant": _R("<|assistant|>\n", EOS, "\n"),
         },
         generation_prompt="<|assistant|>\n",
-        control_tokens=("<|system|>", "<|user|>", "<|assistant|>", "</s>"),
+        control_tokens=(SYSTEM, USER, ASSISTANT, EOS),
         generation_config=GenerationConfig(
-            session_len=4096, stop_words=("</s>",), top_p=0.95, top_k=50, temperature=0.7
+            session_len=4096, stop_words=(EOS,), top_p=0.95, top_k=50, temperature=0.7
         ),
     )
 )
@@ -143,12 +144,12 @@ STARCHAT = SpecTemplate(
         description="StarChat (the seed's 'another ChatML'): <|system|>/<|user|>/<|assistant|> turns closed by <|end|>.",
         source="seed: ChatML overview (another ChatML, <|end|> marker)",
         roles={
-            "system": _R("<|system|>\n", "<|end|>", "\n"),
-            "user": _R("<|user|>\n", "<|end|>", "\n"),
-            "assistant": _R("<|assistant|>\n", "<|end|>", "\n"),
+            "system": _R("<|system|>\n", END, "\n"),
+            "user": _R("<|user|>\n", END, "\n"),
+            "assistant": _R("<|assistant|>\n", END, "\n"),
         },
-        control_tokens=("<|system|>", "<|user|>", "<|assistant|>", "<|end|>"),
-        generation_config=GenerationConfig(stop_words=("<|end|>",)),
+        control_tokens=(SYSTEM, USER, ASSISTANT, END),
+        generation_config=GenerationConfig(stop_words=(END,)),
     )
 )
 
@@ -157,7 +158,7 @@ VICUNA_NEWLINE.official_templates = ("llamacpp-eachadea-vicuna-13b-1.1.jinja",)
 ORCA_VICUNA.official_templates = ("llamacpp-Orca-Vicuna.jinja",)
 ZEPHYR.official_templates = ("ollama-tinyllama-1.1b.jinja",)
 # Zephyr's and TinyLlama's tokenizers have no special tokens for its role markers:
-ZEPHYR.text_control_tokens = ("<|system|>", "<|user|>", "<|assistant|>")
+ZEPHYR.text_control_tokens = (SYSTEM, USER, ASSISTANT)
 
 #: This module's templates, registered by the registry in this order (see chatfmt.formats).
 TEMPLATES: tuple[Template, ...] = (BAICHUAN2, VICUNA, VICUNA_NEWLINE, ORCA_VICUNA, ZEPHYR, STARCHAT)

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
+from .markers import ARGS, CALL_ID, THINK, THINK_CLOSE, TOOL_CALLS
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]*")
 _MAX_NAME = 256
@@ -18,8 +19,8 @@ class MistralParser(BlockParser):
     """Both Mistral tool-call forms; several ``[TOOL_CALLS]`` may follow each other."""
 
     name = "mistral"
-    special_markers = ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]")
-    starts: ClassVar[Mapping[str, str]] = {"[TOOL_CALLS]": "head"}
+    special_markers = (TOOL_CALLS, ARGS, CALL_ID)
+    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "head"}
 
     def _s_head(self) -> bool:
         if not self.skip_ws():
@@ -46,19 +47,19 @@ class MistralParser(BlockParser):
             if self.final:
                 return self._s_args()
             return False
-        for marker in ("[ARGS]", "[CALL_ID]"):
+        for marker in (ARGS, CALL_ID):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
             if hit:
-                if marker == "[CALL_ID]":
+                if marker == CALL_ID:
                     self.state = "call_id"
                 return True
         self.state = "args"
         return True
 
     def _s_call_id(self) -> bool:
-        end = self.buf.find("[ARGS]", self.pos)
+        end = self.buf.find(ARGS, self.pos)
         if end < 0:
             if not self.final:
                 return False
@@ -72,7 +73,7 @@ class MistralParser(BlockParser):
         if status is None:
             return False
         if status == "failed":
-            self.cur_end = "[TOOL_CALLS]"
+            self.cur_end = TOOL_CALLS
             self.state = "junk"
         else:
             self.end_block()
@@ -80,8 +81,8 @@ class MistralParser(BlockParser):
 
     def _s_junk(self) -> bool:
         # a broken name-form call ends where the next [TOOL_CALLS] begins
-        if self.cur_end == "[TOOL_CALLS]":
-            end, marker, _resume = self.end_set("[TOOL_CALLS]").split(self.buf, self.pos, None)
+        if self.cur_end == TOOL_CALLS:
+            end, marker, _resume = self.end_set(TOOL_CALLS).split(self.buf, self.pos, None)
             if self.final and marker is None:
                 end = len(self.buf)
             assert self.junk_index is not None
@@ -95,4 +96,4 @@ class MistralParser(BlockParser):
 
 
 #: Magistral / Ministral-3 Reasoning: ``[THINK]reasoning[/THINK]answer`` (the answer to ``mistral``).
-MistralThinkParser = think_parser("mistral_think", "[THINK]", "[/THINK]")
+MistralThinkParser = think_parser("mistral_think", THINK, THINK_CLOSE)

@@ -23,10 +23,25 @@ from ...template import (
     refuse_system_without_user,
     refuse_text_with_calls,
 )
+from .markers import (
+    ARGS,
+    AVAILABLE_TOOLS,
+    AVAILABLE_TOOLS_CLOSE,
+    BOS,
+    CALL_ID,
+    EOS,
+    IMG,
+    INST,
+    INST_CLOSE,
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_CLOSE,
+    TOOL_CALLS,
+    TOOL_CONTENT,
+    TOOL_RESULTS,
+    TOOL_RESULTS_CLOSE,
+)
 from .parser import MistralParser, MistralThinkParser
 
-BOS = "<s>"
-EOS = "</s>"
 ALTERNATE = (
     "After the optional system message, conversation roles must alternate "
     "user/assistant/user/assistant/..."
@@ -36,22 +51,22 @@ BAD_ID = "Tool call IDs should be alphanumeric strings with length 9!"
 _TOKENS_V3 = (
     BOS,
     EOS,
-    "[INST]",
-    "[/INST]",
-    "[AVAILABLE_TOOLS]",
-    "[/AVAILABLE_TOOLS]",
-    "[TOOL_CALLS]",
-    "[TOOL_RESULTS]",
-    "[/TOOL_RESULTS]",
+    INST,
+    INST_CLOSE,
+    AVAILABLE_TOOLS,
+    AVAILABLE_TOOLS_CLOSE,
+    TOOL_CALLS,
+    TOOL_RESULTS,
+    TOOL_RESULTS_CLOSE,
 )
 _TOKENS_V7 = (
     *_TOKENS_V3,
-    "[SYSTEM_PROMPT]",
-    "[/SYSTEM_PROMPT]",
-    "[CALL_ID]",
-    "[ARGS]",
-    "[TOOL_CONTENT]",
-    "[IMG]",
+    SYSTEM_PROMPT,
+    SYSTEM_PROMPT_CLOSE,
+    CALL_ID,
+    ARGS,
+    TOOL_CONTENT,
+    IMG,
 )
 
 _V7_DEFAULT_SYSTEM = (
@@ -277,8 +292,8 @@ class MistralV1Template(Template):
     )
     source = "official Jinja: mistralai-Mistral-7B-Instruct-v0.2.jinja (llama.cpp test case)"
     official_templates = ("mistralai-Mistral-7B-Instruct-v0.2.jinja",)
-    control_tokens = (BOS, EOS, "[INST]", "[/INST]")
-    text_control_tokens = ("[INST]", "[/INST]")  # plain text to the v1 tokenizer (v3 has them)
+    control_tokens = (BOS, EOS, INST, INST_CLOSE)
+    text_control_tokens = (INST, INST_CLOSE)  # plain text to the v1 tokenizer (v3 has them)
     generation_config = GenerationConfig(
         session_len=32768, stop_words=(EOS,), top_p=1.0, temperature=0.7
     )
@@ -348,7 +363,7 @@ class MistralV3Template(Template):
     sp: str = " "
 
     def _tools(self, b: SegmentBuilder, tools: Sequence[Tool], index: int) -> None:
-        b.control("[AVAILABLE_TOOLS]" + self.sp + "[", index)
+        b.control(AVAILABLE_TOOLS + self.sp + "[", index)
         for k, tool in enumerate(tools):
             b.control('{"type": "function", "function": {', index)
             items = [(key, val) for key, val in tool.function.items() if key != "return"]
@@ -361,11 +376,11 @@ class MistralV3Template(Template):
                     b.control(", ", index)
             b.control("}}", index)
             b.control(", " if k < len(tools) - 1 else "]", index)
-        b.control("[/AVAILABLE_TOOLS]", index)
+        b.control(AVAILABLE_TOOLS_CLOSE, index)
 
     def _calls(self, b: SegmentBuilder, m: Message) -> None:
         i = m.index
-        b.control("[TOOL_CALLS]" + self.sp + "[", i, True)
+        b.control(TOOL_CALLS + self.sp + "[", i, True)
         for j, call in enumerate(m.tool_calls):
             if call.is_code:
                 raise UnsupportedFeatureError(
@@ -385,7 +400,7 @@ class MistralV3Template(Template):
 
     def _result(self, b: SegmentBuilder, m: Message) -> None:
         call_id = check_id(m.tool_call_id, m.index, "tool_call_id")
-        b.turn("[TOOL_RESULTS]" + self.sp + '{"content": ', m.text, ', "call_id": "', "", m.index)
+        b.turn(TOOL_RESULTS + self.sp + '{"content": ', m.text, ', "call_id": "', "", m.index)
         b.content(call_id, m.index)
         b.control('"}[/TOOL_RESULTS]', m.index)
 
@@ -414,12 +429,12 @@ class MistralV3Template(Template):
             if m.role == "user":
                 if tools and _is_last_user(m, users):
                     self._tools(b, tools, m.index)
-                b.control("[INST]" + self.sp, m.index)
+                b.control(INST + self.sp, m.index)
                 if k == len(msgs) - 1 and system is not None:
                     b.content(system.text, system.index)
                     b.control("\n\n", system.index)
                 b.content(m.text, m.index)
-                b.control("[/INST]", m.index)
+                b.control(INST_CLOSE, m.index)
             elif m.tool_calls:
                 refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
                 self._calls(b, m)
@@ -487,11 +502,11 @@ class MistralV7Template(Template):
         i = m.index
         for j, call in enumerate(m.tool_calls):
             call_id = check_id(call.id, i, f"tool_calls[{j}].id")
-            b.control("[TOOL_CALLS]", i, True)
+            b.control(TOOL_CALLS, i, True)
             b.content(call.name, i, True)
-            b.control("[CALL_ID]", i, True)
+            b.control(CALL_ID, i, True)
             b.content(call_id, i, True)
-            b.control("[ARGS]", i, True)
+            b.control(ARGS, i, True)
             b.content(json.dumps(call.arguments, ensure_ascii=False), i, True)
         b.control(EOS, i, True)
 
@@ -502,26 +517,26 @@ class MistralV7Template(Template):
         refuse_tools_without_user(self.name, conv, msgs)
         b = ctx.builder()
         b.control(BOS)
-        b.control("[SYSTEM_PROMPT]", system.index if system else None)
+        b.control(SYSTEM_PROMPT, system.index if system else None)
         if system is None:
             b.control(self.default_system(ctx))
         else:
             b.content(system.text, system.index)
-        b.control("[/SYSTEM_PROMPT]", system.index if system else None)
+        b.control(SYSTEM_PROMPT_CLOSE, system.index if system else None)
         for m in msgs:
             i = m.index
             if m.role == "system":
-                b.turn("[SYSTEM_PROMPT]", m.text, "[/SYSTEM_PROMPT]", "", i)
+                b.turn(SYSTEM_PROMPT, m.text, SYSTEM_PROMPT_CLOSE, "", i)
             elif m.role == "user":
                 if conv.tools and _is_last_user(m, users):
                     b.turn(
-                        "[AVAILABLE_TOOLS]",
+                        AVAILABLE_TOOLS,
                         json.dumps([dict(t.raw) for t in conv.tools], ensure_ascii=False),
-                        "[/AVAILABLE_TOOLS]",
+                        AVAILABLE_TOOLS_CLOSE,
                         "",
                         i,
                     )
-                b.turn("[INST]", m.text, "[/INST]", "", i)
+                b.turn(INST, m.text, INST_CLOSE, "", i)
             elif m.role == "assistant" and m.tool_calls:
                 refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
                 self._calls(b, m)
@@ -534,9 +549,9 @@ class MistralV7Template(Template):
                 b.control(EOS, i, True)
             else:
                 call_id = check_id(m.tool_call_id, i, "tool_call_id")
-                b.turn("[TOOL_RESULTS]", call_id, "[TOOL_CONTENT]", "", i)
+                b.turn(TOOL_RESULTS, call_id, TOOL_CONTENT, "", i)
                 b.content(m.text, i)
-                b.control("[/TOOL_RESULTS]", i)
+                b.control(TOOL_RESULTS_CLOSE, i)
         return b.segments
 
 
@@ -563,22 +578,22 @@ class DevstralTemplate(Template):
         system, msgs = conv.split_system()
         b = ctx.builder()
         b.control(BOS)
-        b.control("[SYSTEM_PROMPT]", system.index if system else None)
+        b.control(SYSTEM_PROMPT, system.index if system else None)
         if system is None:
             b.control(_DEVSTRAL_DEFAULT_SYSTEM)
         else:
             b.content(system.text, system.index)
-        b.control("[/SYSTEM_PROMPT]", system.index if system else None)
+        b.control(SYSTEM_PROMPT_CLOSE, system.index if system else None)
         if conv.tools:
-            b.control("[AVAILABLE_TOOLS]")
+            b.control(AVAILABLE_TOOLS)
             b.content(json.dumps([dict(t.raw) for t in conv.tools], ensure_ascii=False))
-            b.control("[/AVAILABLE_TOOLS]")
+            b.control(AVAILABLE_TOOLS_CLOSE)
         for m in msgs:
             i = m.index
             if m.role == "user":
-                b.turn("[INST]", m.text, "[/INST]", "", i)
+                b.turn(INST, m.text, INST_CLOSE, "", i)
             elif m.role == "system":
-                b.turn("[SYSTEM_PROMPT]", m.text, "[/SYSTEM_PROMPT]", "", i)
+                b.turn(SYSTEM_PROMPT, m.text, SYSTEM_PROMPT_CLOSE, "", i)
             elif m.role == "assistant":
                 if m.content is None:
                     raise ValidationError(
@@ -588,13 +603,13 @@ class DevstralTemplate(Template):
                     )
                 b.content(m.text, i, True)
                 for call in m.tool_calls:
-                    b.control("[TOOL_CALLS]", i, True)
+                    b.control(TOOL_CALLS, i, True)
                     b.content(call.name, i, True)
-                    b.control("[ARGS]", i, True)
+                    b.control(ARGS, i, True)
                     b.content(call.arguments_json, i, True)
                 b.control(EOS, i, True)
             else:
-                b.turn("[TOOL_RESULTS]", m.text, "[/TOOL_RESULTS]", "", i)
+                b.turn(TOOL_RESULTS, m.text, TOOL_RESULTS_CLOSE, "", i)
         return b.segments
 
 

@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
+from .markers import TOOLCALL, TOOLCALL_CLOSE
 
 
 class NemotronJsonParser(BlockParser):
     """A JSON list of call objects (or bare objects) between ``<TOOLCALL>`` and ``</TOOLCALL>``."""
 
     name = "nemotron_json"
-    starts: ClassVar[Mapping[str, str]] = {"<TOOLCALL>": "block"}
-    end = "</TOOLCALL>"
+    starts: ClassVar[Mapping[str, str]] = {TOOLCALL: "block"}
+    end = TOOLCALL_CLOSE

@@ -12,6 +12,8 @@ from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
 from ...template import Template
+from ..chatml.markers import IM_END
+from .markers import SPECIAL_12
 from .parser import NemotronJsonParser
 
 NEMOTRON_NANO_V2 = PackagedTemplate(
@@ -28,7 +30,7 @@ NEMOTRON_NANO_V2 = PackagedTemplate(
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=131072,
-        stop_words=("<SPECIAL_12>",),
+        stop_words=(SPECIAL_12,),
         temperature=0.6,
         top_p=0.95,
     ),
@@ -51,7 +53,7 @@ NEMOTRON3_NANO = PackagedTemplate(
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=262144,
-        stop_words=("<|im_end|>",),
+        stop_words=(IM_END,),
         temperature=1.0,
         top_p=1.0,
         extra={"tool_calling": {"temperature": 0.6, "top_p": 0.95}},

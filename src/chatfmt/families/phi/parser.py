@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from ...parsing.blocks import BlockParser
+from .markers import FUNCTOOLS
 
 
 class Phi4Parser(BlockParser):
     """Phi-4-mini: ``functools[{"name": …, "arguments": …}, …]``."""
 
     name = "phi4"
-    special_markers = ("functools",)
-    starts: ClassVar[Mapping[str, str]] = {"functools": "block"}
+    special_markers = (FUNCTOOLS,)
+    starts: ClassVar[Mapping[str, str]] = {FUNCTOOLS: "block"}

@@ -9,6 +9,8 @@ from ...errors import UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message
 from ...segments import Segment
 from ...template import RenderContext, Template
+from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
+from .markers import ASSISTANT, END, IM_SEP, SYSTEM, USER
 
 
 def _check_plain(template: Template, m: Message) -> None:
@@ -42,12 +44,12 @@ class Phi3(Template):
     description = "Phi-3: <|system|>/<|user|>/<|assistant|> turns closed by <|end|>."
     source = "official Jinja: ollama-phi3-3.8b.jinja (GGUF of microsoft/Phi-3-mini-4k-instruct)"
     official_templates: tuple[str, ...] = ("ollama-phi3-3.8b.jinja",)
-    control_tokens = ("<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|endoftext|>")
+    control_tokens = (SYSTEM, USER, ASSISTANT, END, ENDOFTEXT)
     generation_config = GenerationConfig(
         session_len=4096,
-        stop_words=("<|end|>", "<|endoftext|>", "<|assistant|>"),
+        stop_words=(END, ENDOFTEXT, ASSISTANT),
     )
-    eos = "<|endoftext|>"
+    eos = ENDOFTEXT
     #: Phi-3.5 skips a system message whose content is empty.
     skip_empty_system: ClassVar[bool] = False
 
@@ -60,7 +62,7 @@ class Phi3(Template):
             trained = m.role == "assistant"
             b.control(f"<|{m.role}|>\n", m.index)
             b.content(m.text, m.index, trained)
-            b.control("<|end|>", m.index, trained)
+            b.control(END, m.index, trained)
             b.control("\n", m.index)
         b.control("<|assistant|>\n" if ctx.add_generation_prompt else self.eos)
         return b.segments
@@ -98,10 +100,10 @@ class Phi4(Template):
         "official Jinja: llamacpp-phi-4.jinja (microsoft/phi-4, from llama.cpp's template tests)"
     )
     official_templates = ("llamacpp-phi-4.jinja",)
-    control_tokens = ("<|im_start|>", "<|im_sep|>", "<|im_end|>", "<|endoftext|>")
+    control_tokens = (IM_START, IM_SEP, IM_END, ENDOFTEXT)
     generation_config = GenerationConfig(
         session_len=16384,
-        stop_words=("<|im_end|>", "<|endoftext|>"),
+        stop_words=(IM_END, ENDOFTEXT),
     )
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -109,7 +111,7 @@ class Phi4(Template):
         for m in conv.messages:
             _check_plain(self, m)
             if m.role == "system":
-                b.turn("<|im_start|>system<|im_sep|>", m.text, "<|im_end|>", "", m.index)
+                b.turn("<|im_start|>system<|im_sep|>", m.text, IM_END, "", m.index)
             elif m.role == "user":
                 b.turn(
                     "<|im_start|>user<|im_sep|>",
@@ -120,7 +122,7 @@ class Phi4(Template):
                 )
             else:
                 b.content(m.text, m.index, True)
-                b.control("<|im_end|>", m.index, True)
+                b.control(IM_END, m.index, True)
         return b.segments
 
 

@@ -29,6 +29,7 @@ from ...parsing.xml_function import Qwen3CoderParser
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
+from ..chatml.markers import ENDOFTEXT
 from .templates import (
     IM_END,
     IM_START,
@@ -39,7 +40,7 @@ from .templates import (
     tojson,
 )
 
-_STOPS = (IM_END, "<|endoftext|>")
+_STOPS = (IM_END, ENDOFTEXT)
 _ASSISTANT = f"{IM_START}assistant\n"
 
 

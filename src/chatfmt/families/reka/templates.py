@@ -15,7 +15,9 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from ..chatml.markers import ENDOFTEXT
 from ..hermes.parser import HermesParser
+from .markers import SEP
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
@@ -25,8 +27,8 @@ TEMPLATES: tuple[Template, ...] = (
         model_ids=("RekaAI/reka-edge-2603",),
         tool_parser=HermesParser,
         reasoning_parser=ThinkParser,
-        generation=GenerationConfig(stop_words=("<sep>", "<|endoftext|>"), session_len=32768),
-        variables={"bos_token": "", "eos_token": "<|endoftext|>"},
+        generation=GenerationConfig(stop_words=(SEP, ENDOFTEXT), session_len=32768),
+        variables={"bos_token": "", "eos_token": ENDOFTEXT},
         description=(
             "Reka Edge (official Jinja): 'human: …<sep>assistant: …' turns, "
             "<tool_call>{json}</tool_call> calls, <think> reasoning with enable_thinking=True."

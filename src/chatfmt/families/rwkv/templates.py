@@ -14,8 +14,9 @@ from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
+from .markers import RWKV_TOKENIZER_END_OF_TEXT
 
-END_OF_TEXT = "<|rwkv_tokenizer_end_of_text|>"
+END_OF_TEXT = RWKV_TOKENIZER_END_OF_TEXT
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(

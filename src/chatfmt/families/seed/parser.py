@@ -8,18 +8,19 @@ from typing import ClassVar
 
 from ...parsing.reasoning import think_parser
 from ...parsing.xml_function import _FN, Qwen3CoderParser
+from .markers import SEED_THINK, SEED_THINK_CLOSE, SEED_TOOL_CALL, SEED_TOOL_CALL_CLOSE
 
 
 class SeedOssParser(Qwen3CoderParser):
     """Seed-OSS: the same calls inside ``<seed:tool_call>…</seed:tool_call>``."""
 
     name = "seed_oss"
-    close_marker = "</seed:tool_call>"
+    close_marker = SEED_TOOL_CALL_CLOSE
     value_newlines = False
-    special_markers = ("<seed:tool_call>", "</seed:tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<seed:tool_call>": "block", _FN: "fn_name"}
-    end = "</seed:tool_call>"
+    special_markers = (SEED_TOOL_CALL, SEED_TOOL_CALL_CLOSE)
+    starts: ClassVar[Mapping[str, str]] = {SEED_TOOL_CALL: "block", _FN: "fn_name"}
+    end = SEED_TOOL_CALL_CLOSE
 
 
 #: Seed-OSS reasoning: ``<seed:think>…</seed:think>`` (budget notes inside stay reasoning text).
-SeedThinkParser = think_parser("seed_think", "<seed:think>", "</seed:think>")
+SeedThinkParser = think_parser("seed_think", SEED_THINK, SEED_THINK_CLOSE)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import SEED_BOS, SEED_EOS
 from .parser import SeedOssParser, SeedThinkParser
 
 SEED_OSS = PackagedTemplate(
@@ -23,11 +24,11 @@ SEED_OSS = PackagedTemplate(
     reasoning_parser=SeedThinkParser,
     generation=GenerationConfig(
         session_len=524288,
-        stop_words=("<seed:eos>",),
+        stop_words=(SEED_EOS,),
         temperature=1.1,
         top_p=0.95,
     ),
-    variables={"bos_token": "<seed:bos>", "eos_token": "<seed:eos>"},
+    variables={"bos_token": SEED_BOS, "eos_token": SEED_EOS},
     description=(
         "Seed-OSS-36B-Instruct: <seed:bos>role\\n…<seed:eos> turns, <seed:think> reasoning, "
         "calls <seed:tool_call><function=name><parameter=k>v</parameter></function>."

@@ -27,8 +27,8 @@ from ...template import RenderContext, Template, refuse_reasoning_after_last_use
 from ..chatml.markers import IM_END, IM_START
 from ..chatml.render import require_text
 from ..hermes.parser import HermesParser
+from .markers import END_OF_TEXT
 
-END_OF_TEXT = "<|end_of_text|>"
 NO_THINK_PREFIX = "<think>\n\n</think>\n"
 _THINK_SYSTEM = (
     "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an "

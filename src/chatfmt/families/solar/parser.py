@@ -13,14 +13,27 @@ from typing import ClassVar
 
 from ...parsing.blocks import BlockParser, RawArgs
 from ...parsing.reasoning import ThinkParser
+from .markers import (
+    BEGIN,
+    BEGIN_ASSISTANT,
+    CALLS,
+    CONTENT,
+    END,
+    THINK,
+    TOOL_CALL_ARGS,
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_END,
+    TOOL_CALL_NAME,
+    TOOL_CALLS,
+)
 
-_THINK, _END, _HEADER = "<|think|>", "<|end|>", "<|begin|>assistant"
-_CONTENT, _CALLS, _CALLS_END = "<|content|>", "<|tool_calls|>", "<|calls|>"
+_THINK, _END, _HEADER = THINK, END, BEGIN_ASSISTANT
+_CONTENT, _CALLS, _CALLS_END = CONTENT, TOOL_CALLS, CALLS
 _BEGIN, _NAME, _ARGS, _CALL_END = (
-    "<|tool_call:begin|>",
-    "<|tool_call:name|>",
-    "<|tool_call:args|>",
-    "<|tool_call:end|>",
+    TOOL_CALL_BEGIN,
+    TOOL_CALL_NAME,
+    TOOL_CALL_ARGS,
+    TOOL_CALL_END,
 )
 _MAX_HEAD = 256
 
@@ -33,7 +46,7 @@ class SolarOpenParser(BlockParser):
     special_markers: ClassVar[tuple[str, ...]] = (
         _THINK,
         _END,
-        "<|begin|>",
+        BEGIN,
         _CONTENT,
         _CALLS,
         _CALLS_END,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
+from .markers import CALLS, FLUSH
 from .parser import SolarOpenParser, SolarOpenThinkParser
 
 SOLAR_OPEN = PackagedTemplate(
@@ -21,9 +22,7 @@ SOLAR_OPEN = PackagedTemplate(
     model_ids=("upstage/Solar-Open-100B",),
     tool_parser=SolarOpenParser,
     reasoning_parser=SolarOpenThinkParser,
-    generation=GenerationConfig(
-        session_len=131072, stop_words=("<|flush|>",), tool_stop_words=("<|calls|>",)
-    ),
+    generation=GenerationConfig(session_len=131072, stop_words=(FLUSH,), tool_stop_words=(CALLS,)),
     description="Solar Open: <|begin|>role<|content|>…<|end|>, <|think|> reasoning, "
     "<|tool_calls|><|tool_call:begin|>id<|tool_call:name|>…<|tool_call:args|>{…}.",
 )

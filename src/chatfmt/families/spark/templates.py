@@ -17,9 +17,10 @@ from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
 from ..glm.parser import GLM45Parser
+from .markers import END_OF_SENTENCE, START_OF_SENTENCE
 
-BOS = "<｜start▁of▁sentence｜>"
-EOS = "<｜end▁of▁sentence｜>"
+BOS = START_OF_SENTENCE
+EOS = END_OF_SENTENCE
 
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(

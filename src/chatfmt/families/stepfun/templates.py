@@ -10,6 +10,7 @@ from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
 from ...template import Template
+from ..chatml.markers import IM_END
 
 STEP35_FLASH = PackagedTemplate(
     "StepFun3.5-Flash.jinja",
@@ -21,7 +22,7 @@ STEP35_FLASH = PackagedTemplate(
     reasoning_parser=ThinkParser,
     generation=GenerationConfig(
         session_len=262144,
-        stop_words=("<|im_end|>",),
+        stop_words=(IM_END,),
         temperature=1.0,
         top_p=0.95,
     ),

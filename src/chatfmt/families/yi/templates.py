@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...config import GenerationConfig
 from ...spec import RoleFormat, SpecTemplate, TemplateSpec
 from ...template import Template
+from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
 
 _IM = RoleFormat
 
@@ -23,14 +24,12 @@ YI = SpecTemplate(
         description="Yi chat: ChatML <|im_start|>role\\n…<|im_end|> turns, no default system prompt.",
         source="LMDeploy Yi template (ChatML); lmdeploy_template_cases.json",
         roles={
-            "system": _IM("<|im_start|>system\n", "<|im_end|>", "\n"),
-            "user": _IM("<|im_start|>user\n", "<|im_end|>", "\n"),
-            "assistant": _IM("<|im_start|>assistant\n", "<|im_end|>", "\n"),
+            "system": _IM("<|im_start|>system\n", IM_END, "\n"),
+            "user": _IM("<|im_start|>user\n", IM_END, "\n"),
+            "assistant": _IM("<|im_start|>assistant\n", IM_END, "\n"),
         },
-        control_tokens=("<|im_start|>", "<|im_end|>", "<|endoftext|>"),
-        generation_config=GenerationConfig(
-            session_len=4096, stop_words=("<|im_end|>", "<|endoftext|>")
-        ),
+        control_tokens=(IM_START, IM_END, ENDOFTEXT),
+        generation_config=GenerationConfig(session_len=4096, stop_words=(IM_END, ENDOFTEXT)),
     )
 )
 

@@ -1,0 +1,23 @@
+"""glm: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+ARG_KEY = "<arg_key>"
+ARG_KEY_CLOSE = "</arg_key>"
+ARG_VALUE = "<arg_value>"
+ARG_VALUE_CLOSE = "</arg_value>"
+ASSISTANT = "<|assistant|>"
+EOS = "</s>"
+GMASK = "[gMASK]"
+MASK = "[MASK]"
+OBSERVATION = "<|observation|>"
+SMASK = "[sMASK]"
+SOP = "<sop>"
+SYSTEM = "<|system|>"
+THINK = "<think>"
+THINK_CLOSE = "</think>"
+TOOL_CALL = "<tool_call>"
+TOOL_CALL_CLOSE = "</tool_call>"
+TOOL_RESPONSE = "<tool_response>"
+TOOL_RESPONSE_CLOSE = "</tool_response>"
+USER = "<|user|>"

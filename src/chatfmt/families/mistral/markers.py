@@ -1,0 +1,21 @@
+"""mistral: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+ARGS = "[ARGS]"
+AVAILABLE_TOOLS = "[AVAILABLE_TOOLS]"
+AVAILABLE_TOOLS_CLOSE = "[/AVAILABLE_TOOLS]"
+BOS = "<s>"
+CALL_ID = "[CALL_ID]"
+EOS = "</s>"
+IMG = "[IMG]"
+INST = "[INST]"
+INST_CLOSE = "[/INST]"
+SYSTEM_PROMPT = "[SYSTEM_PROMPT]"
+SYSTEM_PROMPT_CLOSE = "[/SYSTEM_PROMPT]"
+THINK = "[THINK]"
+THINK_CLOSE = "[/THINK]"
+TOOL_CALLS = "[TOOL_CALLS]"
+TOOL_CONTENT = "[TOOL_CONTENT]"
+TOOL_RESULTS = "[TOOL_RESULTS]"
+TOOL_RESULTS_CLOSE = "[/TOOL_RESULTS]"
