@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import subprocess
 import sys
@@ -14,7 +15,9 @@ import pytest
 import chatfmt
 from chatfmt import _moved, families
 from chatfmt.errors import ChatFmtError
+from chatfmt.parsing import ToolCallFormat
 from chatfmt.parsing.base import TOOL_PARSERS, FormatParser, PlainParser
+from chatfmt.parsing.derived_probe import PROBE_TOOLS as PROBE_TOOLS_ARG
 from chatfmt.parsing.tables import ParserTable
 from chatfmt.registry import Registry
 from chatfmt.template import Template
@@ -116,3 +119,95 @@ def test_the_old_formats_package_still_lists_the_builtin_templates() -> None:
         t.name for t in families.builtin_templates()
     ]
     assert misc.STARCHAT is chatfmt.get_template("starchat")
+
+
+# ---------------------------------------------------------------- tool-call formats as data
+def _declared_formats() -> list[tuple[str, type[FormatParser], tuple[ToolCallFormat, ...]]]:
+    return [
+        (name, parser, forms)
+        for name in families.FAMILIES
+        for parser, forms in getattr(families.family(name), "TOOL_CALL_FORMATS", {}).items()
+    ]
+
+
+def _templates_of(parser: type[FormatParser]) -> list[Template]:
+    return [t for t in chatfmt.REGISTRY if t.tool_parser_class is parser]
+
+
+def _official_jinja(tpl: Template) -> Template | None:
+    """The template's own Jinja (packaged) or the official Jinja it reproduces."""
+    from chatfmt.jinja.recognize import official_source
+    from chatfmt.jinja.template import JinjaTemplate
+
+    if hasattr(tpl, "jinja_source"):
+        return tpl
+    for file in tpl.official_templates:
+        source = official_source(file)
+        if source is not None:
+            return JinjaTemplate(source, name=tpl.name)
+    return None
+
+
+def _call_turn(tpl: Template) -> str | None:
+    """The text the template writes for an assistant turn with one probe call (None: the
+    template has no tool-call format of its own, e.g. SmolLM3's drops calls)."""
+    from chatfmt.parsing.derived_probe import _TURNS, _USER, PROBE_TOOLS, _shared_head
+
+    prompt = tpl.render(_USER, add_generation_prompt=True, tools=PROBE_TOOLS)
+    for turn in (_TURNS["one"], {**_TURNS["one"], "content": None}):
+        try:
+            full = tpl.render([*_USER, turn], add_generation_prompt=False, tools=PROBE_TOOLS)
+        except chatfmt.ChatFmtError:
+            continue
+        return full[_shared_head(prompt, full) :]
+    return None
+
+
+@pytest.mark.parametrize(
+    ("family", "parser", "forms"),
+    _declared_formats(),
+    ids=[f"{f}-{p.name}" for f, p, _ in _declared_formats()],
+)
+def test_declared_tool_call_formats_describe_the_family_templates(
+    family: str, parser: type[FormatParser], forms: tuple[ToolCallFormat, ...]
+) -> None:
+    """Each template using the parser writes its calls in a declared form, with the declared
+    markers in order, the official Jinja derives to a declared form, and the parser reads
+    the native rendering back."""
+    from chatfmt.parsing import derive_parser
+    from chatfmt.parsing.derived_probe import PROBE_ARGS, PROBE_NAME
+
+    templates = _templates_of(parser)
+    assert templates, f"no template uses {parser.name}"
+    derived_any = False
+    for tpl in templates:
+        jinja = _official_jinja(tpl)
+        if jinja is not None:
+            try:
+                derived = derive_parser(jinja)
+            except chatfmt.ParseError:
+                derived = None  # the probe cannot classify this template; the render check stays
+            if derived is not None and derived.encoding is not None:
+                assert any(f.same_calls(derived) for f in forms), (tpl.name, derived)
+                derived_any = True
+        text = _call_turn(tpl)
+        if text is None:
+            continue
+        assert any(_in_order(text, f.markers()) for f in forms), (tpl.name, text)
+        msg = chatfmt.parse(text, tpl, tools=PROBE_TOOLS_ARG, thinking_prefilled=False)
+        calls = [
+            (c["function"]["name"], json.loads(c["function"]["arguments"]))
+            for c in msg.get("tool_calls") or ()
+        ]
+        assert calls == [(PROBE_NAME, PROBE_ARGS)], (tpl.name, text)
+    assert derived_any, f"no template of {parser.name} derives to a declared form"
+
+
+def _in_order(text: str, markers: tuple[str, ...]) -> bool:
+    pos = 0
+    for marker in markers:
+        pos = text.find(marker, pos)
+        if pos < 0:
+            return False
+        pos += len(marker)
+    return True

@@ -5,7 +5,9 @@ a ``markers`` module with its control tokens, and exports three names:
 
 * ``TEMPLATES`` — its :class:`~chatfmt.template.Template` objects;
 * ``TOOL_PARSERS`` — its tool-call parser classes, each with its extra names;
-* ``REASONING_PARSERS`` — its reasoning parser classes, each with its extra names.
+* ``REASONING_PARSERS`` — its reasoning parser classes, each with its extra names;
+* ``TOOL_CALL_FORMATS`` (when it has tool calls) — how each tool parser's calls are
+  written, as :class:`~chatfmt.parsing.ToolCallFormat` data built from its markers.
 
 A family registers nothing when imported. The template registry
 (:data:`chatfmt.registry.REGISTRY`) and the parser tables
@@ -24,12 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..parsing.base import FormatParser
+    from ..parsing.derived_format import ToolCallFormat
     from ..template import Template
 
 #: A family's tool parsers: parser class → extra names (besides the class's ``name``).
 ToolParsers = Mapping["type[FormatParser]", tuple[str, ...]]
 #: A family's reasoning parsers: parser class (or factory with a ``name``) → extra names.
 ReasoningParsers = Mapping["Callable[..., FormatParser]", tuple[str, ...]]
+
+#: A family's tool-call formats: tool parser class → the forms its templates write.
+ToolCallFormats = Mapping["type[FormatParser]", "tuple[ToolCallFormat, ...]"]
 
 #: Every built-in family: name → module. The one list of built-in families.
 FAMILIES: Mapping[str, str] = {

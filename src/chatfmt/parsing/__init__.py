@@ -20,6 +20,7 @@ from .base import (
     parse,
 )
 from .derived import DerivedFormat, derive_parser
+from .derived_format import ToolCallFormat
 
 __all__ = [
     "REASONING_PARSERS",
@@ -28,6 +29,7 @@ __all__ = [
     "DerivedFormat",
     "ParsedMessage",
     "StreamParser",
+    "ToolCallFormat",
     "derive_parser",
     "end_of_turn_markers",
     "merge_deltas",

@@ -21,6 +21,4 @@ __all__ = [
     "TOOL_PARSERS",
     "ApertusParser",
     "ApertusThinkParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import APRIEL_FORMAT
 from .parser import AprielParser, AprielReasoningParser
 from .templates import TEMPLATES
 
@@ -14,13 +15,16 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     AprielReasoningParser: (),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    AprielParser: (APRIEL_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "AprielParser",
     "AprielReasoningParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

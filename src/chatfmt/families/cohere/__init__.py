@@ -21,6 +21,4 @@ __all__ = [
     "TOOL_PARSERS",
     "CommandAThinkParser",
     "CommandRParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

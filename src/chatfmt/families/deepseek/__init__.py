@@ -24,6 +24,4 @@ __all__ = [
     "TOOL_PARSERS",
     "DeepSeekDSMLParser",
     "DeepSeekV3Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

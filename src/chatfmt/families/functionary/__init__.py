@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import FUNCTIONARY_V31_FORMAT
 from .parser import FunctionaryV31Parser, FunctionaryV32Parser
 from .templates import TEMPLATES
 
@@ -13,13 +14,16 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    FunctionaryV31Parser: (FUNCTIONARY_V31_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "FunctionaryV31Parser",
     "FunctionaryV32Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 BEGIN_OF_TEXT = "<|begin_of_text|>"
 END_OF_TEXT = "<|end_of_text|>"
 EOM_ID = "<|eom_id|>"
@@ -9,3 +11,8 @@ EOT_ID = "<|eot_id|>"
 FUNCTION = "<function="
 PROMPT_ARROWS = ">>>"
 PYTHON_TAG = "<|python_tag|>"
+
+#: v3.1: ``<function=NAME>{…}</function>``.
+FUNCTIONARY_V31_FORMAT = ToolCallFormat(
+    "functionary_v31", "json_arguments", call_begin=FUNCTION, name_sep=">", call_end="</function>"
+)

@@ -21,6 +21,4 @@ __all__ = [
     "TOOL_PARSERS",
     "Gemma4Parser",
     "Gemma4Reasoning",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import GIGACHAT3_FORMAT, GIGACHAT31_FORMAT
 from .parser import GigaChat3Parser, GigaChat31Parser
 from .templates import TEMPLATES
 
@@ -13,13 +14,17 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    GigaChat3Parser: (GIGACHAT3_FORMAT,),
+    GigaChat31Parser: (GIGACHAT31_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "GigaChat3Parser",
     "GigaChat31Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import GLM45_FORMAT
 from .parser import ChatGLM3Parser, GLM4Parser, GLM45Parser
 from .templates import TEMPLATES
 
@@ -14,14 +15,17 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    GLM45Parser: (GLM45_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "ChatGLM3Parser",
     "GLM4Parser",
     "GLM45Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

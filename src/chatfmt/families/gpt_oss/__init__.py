@@ -18,6 +18,4 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "HarmonyParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -21,6 +21,4 @@ __all__ = [
     "TOOL_PARSERS",
     "GraniteParser",
     "GraniteThinkParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

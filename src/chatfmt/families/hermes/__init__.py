@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import HERMES_FORMAT
 from .parser import HermesParser
 from .templates import TEMPLATES
 
@@ -12,12 +13,15 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    HermesParser: (HERMES_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "HermesParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -18,6 +18,4 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "InternLM2Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

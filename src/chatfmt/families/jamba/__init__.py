@@ -21,7 +21,5 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "JambaParser",
-    "ReasoningParsers",
     "Template",
-    "ToolParsers",
 ]

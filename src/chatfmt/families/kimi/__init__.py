@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .k3_parser import KimiK3Parser, KimiK3Think
+from .markers import KIMI_K2_FORMAT
 from .parser import KimiK2Parser, KimiK2ThinkParser
 from .templates import TEMPLATES
 
@@ -17,15 +18,18 @@ REASONING_PARSERS: ReasoningParsers = {
     KimiK3Think: (),
     KimiK2ThinkParser: ("kimi_k2_thinking",),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    KimiK2Parser: (KIMI_K2_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "KimiK2Parser",
     "KimiK2ThinkParser",
     "KimiK3Parser",
     "KimiK3Think",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -18,6 +18,4 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "LFM2Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

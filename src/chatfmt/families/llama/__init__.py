@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ...parsing.pythonic import PythonicParser
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import LLAMA3_JSON_FORMAT
 from .parser import Llama3JsonParser
 from .templates import TEMPLATES
 
@@ -14,13 +15,16 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    Llama3JsonParser: (LLAMA3_JSON_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Llama3JsonParser",
     "PythonicParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

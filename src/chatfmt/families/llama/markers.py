@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 BEGIN_OF_TEXT = "<|begin_of_text|>"
 BOS = "<s>"
 END_HEADER_ID = "<|end_header_id|>"
@@ -16,3 +18,6 @@ PYTHON_TAG = "<|python_tag|>"
 START_HEADER_ID = "<|start_header_id|>"
 SYS_CLOSE = "<</SYS>>"
 SYS_OPEN = "<<SYS>>"
+
+#: Llama 3.1 / 3.2 JSON calls: a bare ``{"name": …, "parameters": …}`` object.
+LLAMA3_JSON_FORMAT = ToolCallFormat("llama3_json", "bare_json_call", args_key="parameters")

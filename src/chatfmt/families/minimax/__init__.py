@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import MINIMAX_M1_FORMAT
 from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
 from .templates import TEMPLATES
 
@@ -16,15 +17,18 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     MiniMaxM3ThinkParser: ("mm_think",),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    MiniMaxM1Parser: (MINIMAX_M1_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "MiniMaxM1Parser",
     "MiniMaxM2Parser",
     "MiniMaxM3Parser",
     "MiniMaxM3ThinkParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 END_OF_SENTENCE = "<end_of_sentence>"
 MESSAGE_END = "[e~["
 MINIMAX_TOOL_CALL = "<minimax:tool_call>"
@@ -10,3 +12,8 @@ MM_THINK = "<mm:think>"
 MM_THINK_CLOSE = "</mm:think>"
 TOOL_CALLS = "<tool_calls>"
 TOOL_CALLS_CLOSE = "</tool_calls>"
+
+#: MiniMax-M1: ``<tool_calls>{"name": …, "arguments": …}\n…</tool_calls>``.
+MINIMAX_M1_FORMAT = ToolCallFormat(
+    "minimax_m1", "json_call", call_begin=TOOL_CALLS, call_end=TOOL_CALLS_CLOSE
+)

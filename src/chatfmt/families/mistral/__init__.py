@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import MISTRAL_ARGS_FORMAT, MISTRAL_CALL_ID_FORMAT, MISTRAL_LIST_FORMAT
 from .parser import MistralParser, MistralThinkParser
 from .templates import TEMPLATES
 
@@ -14,13 +15,20 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     MistralThinkParser: ("magistral", "ministral3"),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    MistralParser: (
+        MISTRAL_LIST_FORMAT,
+        MISTRAL_ARGS_FORMAT,
+        MISTRAL_CALL_ID_FORMAT,
+    ),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "MistralParser",
     "MistralThinkParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

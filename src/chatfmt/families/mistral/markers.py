@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 ARGS = "[ARGS]"
 AVAILABLE_TOOLS = "[AVAILABLE_TOOLS]"
 AVAILABLE_TOOLS_CLOSE = "[/AVAILABLE_TOOLS]"
@@ -19,3 +21,14 @@ TOOL_CALLS = "[TOOL_CALLS]"
 TOOL_CONTENT = "[TOOL_CONTENT]"
 TOOL_RESULTS = "[TOOL_RESULTS]"
 TOOL_RESULTS_CLOSE = "[/TOOL_RESULTS]"
+
+#: v3: ``[TOOL_CALLS][{"name": …, "arguments": …}, …]``.
+MISTRAL_LIST_FORMAT = ToolCallFormat("mistral v3", "json_list", call_begin=TOOL_CALLS)
+#: v11+ (Devstral, Magistral): ``[TOOL_CALLS]name[ARGS]{…}`` per call.
+MISTRAL_ARGS_FORMAT = ToolCallFormat(
+    "mistral v11", "json_arguments", call_begin=TOOL_CALLS, name_sep=ARGS
+)
+#: v7 (Small 3.x): ``[TOOL_CALLS]name[CALL_ID]id[ARGS]{…}`` per call.
+MISTRAL_CALL_ID_FORMAT = ToolCallFormat(
+    "mistral v7", "json_arguments", call_begin=TOOL_CALLS, name_sep=CALL_ID, id_end=ARGS
+)

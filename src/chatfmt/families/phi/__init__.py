@@ -18,6 +18,4 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "Phi4Parser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

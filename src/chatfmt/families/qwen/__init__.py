@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ...parsing.xml_function import Qwen3CoderParser
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .coder_templates import TEMPLATES as CODER_TEMPLATES
+from .markers import QWEN3_CODER_FORMAT
 from .templates import TEMPLATES as CHAT_TEMPLATES
 
 #: The family's templates.
@@ -15,12 +16,15 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    Qwen3CoderParser: (QWEN3_CODER_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Qwen3CoderParser",
-    "ReasoningParsers",
-    "ToolParsers",
 ]

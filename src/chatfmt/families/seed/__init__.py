@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import SEED_OSS_FORMAT
 from .parser import SeedOssParser, SeedThinkParser
 from .templates import TEMPLATES
 
@@ -14,13 +15,16 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     SeedThinkParser: (),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    SeedOssParser: (SEED_OSS_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
-    "ReasoningParsers",
     "SeedOssParser",
     "SeedThinkParser",
-    "ToolParsers",
 ]

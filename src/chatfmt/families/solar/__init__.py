@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import SOLAR_OPEN_FORMAT
 from .parser import SolarOpenParser, SolarOpenThinkParser
 from .templates import TEMPLATES
 
@@ -14,13 +15,16 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     SolarOpenThinkParser: ("solar",),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    SolarOpenParser: (SOLAR_OPEN_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
-    "ReasoningParsers",
     "SolarOpenParser",
     "SolarOpenThinkParser",
-    "ToolParsers",
 ]
