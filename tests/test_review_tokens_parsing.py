@@ -14,13 +14,13 @@ from typer.testing import CliRunner
 import chatfmt
 from chatfmt.data_pipeline import record_to_conversation, tokenize_dataset
 from chatfmt.errors import ParseError, TokenizationError, UnsupportedFeatureError, ValidationError
-from chatfmt.parsing import StreamParser, merge_deltas, parse
-from chatfmt.parsing import base as parsing_base
-from chatfmt.parsing.blocks import BlockParser
 from chatfmt.families.deepseek.parser import DeepSeekV3Parser
 from chatfmt.families.internlm.parser import InternLM2Parser
 from chatfmt.families.llama.parser import Llama3JsonParser
 from chatfmt.families.mistral.parser import MistralParser
+from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import base as parsing_base
+from chatfmt.parsing.blocks import BlockParser
 from chatfmt.spec import SpecTemplate, spec_from_dict
 from chatfmt.tokens import encode, encode_batch, load_tokenizer
 from chatfmt.tokens.control import pattern_of as _special_pattern
