@@ -211,3 +211,13 @@ def _in_order(text: str, markers: tuple[str, ...]) -> bool:
             return False
         pos += len(marker)
     return True
+
+
+@pytest.mark.parametrize(("old", "name"), sorted(_moved.MOVED_NAMES))
+def test_names_moved_to_a_family_still_import_from_the_old_module(old: str, name: str) -> None:
+    new = importlib.import_module(_moved.MOVED_NAMES[(old, name)])
+    with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to"):
+        found = getattr(importlib.import_module(old), name)
+    assert found is getattr(new, name)
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        getattr(importlib.import_module(old), "no_such_name")

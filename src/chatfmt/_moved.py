@@ -15,6 +15,7 @@ import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from types import ModuleType
+from typing import Any
 
 #: Old module path → new module path.
 MOVED: Mapping[str, str] = {
@@ -84,6 +85,33 @@ MOVED: Mapping[str, str] = {
     "chatfmt.parsing.qwen3_coder": "chatfmt.parsing.xml_function",
     "chatfmt.parsing.solar": "chatfmt.families.solar.parser",
 }
+
+
+#: Names that moved out of a module that stays: (module, name) → the module that has it now.
+MOVED_NAMES: Mapping[tuple[str, str], str] = {
+    ("chatfmt.parsing.pythonic", "LFM2Parser"): "chatfmt.families.lfm.parser",
+    ("chatfmt.parsing.invoke", "MiniMaxM2Parser"): "chatfmt.families.minimax.parser",
+    ("chatfmt.parsing.invoke", "MiniMaxM3Parser"): "chatfmt.families.minimax.parser",
+    ("chatfmt.parsing.invoke", "MM3_NS"): "chatfmt.families.minimax.parser",
+    ("chatfmt.parsing.invoke", "element_value"): "chatfmt.families.minimax.parser",
+    ("chatfmt.parsing.invoke", "DeepSeekDSMLParser"): "chatfmt.families.deepseek.dsml_parser",
+    ("chatfmt.parsing.xml_function", "SeedOssParser"): "chatfmt.families.seed.parser",
+    ("chatfmt.parsing.xml_function", "SeedThinkParser"): "chatfmt.families.seed.parser",
+    ("chatfmt.families.granite.parser", "Phi4Parser"): "chatfmt.families.phi.parser",
+}
+
+
+def moved_name(module: str, name: str) -> Any:
+    """A name that moved out of ``module`` (for that module's ``__getattr__``), with a warning."""
+    new = MOVED_NAMES.get((module, name))
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{module}.{name} moved to {new}.{name} (the old place goes away in the next release)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return getattr(importlib.import_module(new), name)
 
 
 #: Old packages that are now empty: importing one gives a stand-in holding only its old

@@ -33,6 +33,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from .._moved import moved_name
 from .base import WS
 from .blocks import BlockParser
 from .xml_values import JsonMembers, parameter_schema, typed_value
@@ -331,3 +332,8 @@ def invoke_parser(
         "__module__": __name__,
     }
     return type(f"InvokeParser_{name}", (InvokeParser,), attrs)
+
+
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)

@@ -28,6 +28,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
+from .._moved import moved_name
 from .base import Emitter
 from .blocks import BlockParser
 from .literals import NotLiteral, python_literal
@@ -450,3 +451,8 @@ class PythonicParser(BlockParser):
 
 
 __all__ = ["PythonicArgs", "PythonicParser", "call_head"]
+
+
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)

@@ -39,6 +39,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from .._moved import moved_name
 from .base import WS, Emitter
 from .blocks import BlockParser
 from .special import SpecialTokens
@@ -352,3 +353,8 @@ class Qwen3CoderParser(BlockParser):
             raw = _P + self._key + ">" + self._dropped + "".join(self._parts) + text
             self.out.args(self._index, raw)
         return self._broken("truncated")
+
+
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)

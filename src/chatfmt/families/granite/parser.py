@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from ..._moved import moved_name
 from ...parsing.base import WS
 from ...parsing.blocks import BlockParser
 from ...parsing.markers import marker_set
@@ -90,3 +91,8 @@ class GraniteThinkParser(ThinkParser):
         self.pos = start
         self.state = "inner"
         return True
+
+
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)
