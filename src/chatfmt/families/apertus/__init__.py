@@ -1,4 +1,7 @@
-"""apertus: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The apertus family — Swiss AI Apertus: the official Jinja template with the ``apertus`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

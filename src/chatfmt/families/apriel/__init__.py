@@ -1,4 +1,7 @@
-"""apriel: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The apriel family — ServiceNow Apriel 1.5 / 1.6 Thinker: their official Jinja templates with the ``apriel`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""bielik: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The bielik family — SpeakLeash Bielik v3: ChatML with Hermes-style tool calls and ``<think>`` reasoning.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

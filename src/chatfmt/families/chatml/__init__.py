@@ -1,4 +1,7 @@
-"""chatml: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The chatml family — ChatML and the plain Human/Assistant format of the ChatML overview seed, as declarative specs.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

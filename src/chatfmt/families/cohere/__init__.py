@@ -1,4 +1,7 @@
-"""cohere: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The cohere family — Cohere Command-R / Command-R+ (``default`` and ``tool_use`` templates) and Command R7B.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""deepseek: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The deepseek family — DeepSeek chat formats: Coder, V2, V3, V3.1 and the R1 distills, byte-identical to the official templates.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""fireworks: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The fireworks family — Fireworks FireFunction v2 (Llama 3 70B based): official Jinja template with its parser.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""functionary: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The functionary family — MeetKai Functionary v3.1 and v3.2 (Llama 3.1 based): official Jinja templates with parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""gemma: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The gemma family — Google Gemma chat formats: Gemma 1/2 (no system role) and Gemma 3 (system folded into the first user turn).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

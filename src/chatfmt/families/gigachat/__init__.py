@@ -1,4 +1,7 @@
-"""gigachat: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The gigachat family — Sber GigaChat 3 and 3.1 (10B-A1.8B "Lightning"): official Jinja templates, ``gigachat3`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

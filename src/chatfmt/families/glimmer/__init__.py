@@ -1,4 +1,7 @@
-"""glimmer: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The glimmer family — Muse Glimmer (ATEM): the official Jinja template with its parser.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""glm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The glm family — GLM families: ChatGLM3, GLM-4 (glm-4-9b-chat), GLM-4.5/4.6 and GLM-4.7 (native templates).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

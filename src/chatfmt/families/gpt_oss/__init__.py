@@ -1,4 +1,7 @@
-"""gpt_oss: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The gpt_oss family — OpenAI gpt-oss: the Harmony format (``openai-gpt-oss-120b.jinja``, also gpt-oss-20b).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""granite: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The granite family — IBM Granite chat formats: Granite 3.x (``<|tool_call|>``) and Granite 4.x (``<tool_call>`` JSON).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""hermes: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The hermes family — NousResearch Hermes 2 Pro (Llama 3) / Hermes 3: ChatML, with the official ``tool_use`` template for tools.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""hunyuan: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The hunyuan family — Tencent Hy3 (Hunyuan 3) preview: the official Jinja template with the ``hunyuan`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""internlm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The internlm family — InternLM families: InternLM2/2.5 and InternLM3 (native), and LMDeploy's InternLM v1 templates.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""jamba: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The jamba family — AI21 Jamba: ``<tool_calls>[{"name": …, "arguments": …}, …]</tool_calls>``.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

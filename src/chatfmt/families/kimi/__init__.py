@@ -1,4 +1,7 @@
-"""kimi: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The kimi family — Moonshot AI Kimi-K2 and Kimi-K3, with their parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

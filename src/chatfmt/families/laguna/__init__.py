@@ -1,4 +1,7 @@
-"""laguna: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The laguna family — Poolside Laguna: ``<user>…</user>`` / ``<assistant>…</assistant>`` turns, GLM-4.5-style calls.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""lfm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The lfm family — Liquid AI LFM2 / LFM2.5: ChatML turns, pythonic tool calls between ``<|tool_call_start|>`` markers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""ling: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The ling family — inclusionAI Ling 3.0 (Bailing V3): ``<role>…</role>`` turns, GLM-4.5-style tool calls.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""llama: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The llama family — Meta Llama chat formats: Llama 2 ``[INST]``, the short Llama 3 template and Llama 3.1/3.2/3.3.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

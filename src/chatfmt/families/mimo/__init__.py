@@ -1,4 +1,7 @@
-"""mimo: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The mimo family — Xiaomi MiMo-VL: ChatML with Hermes-style tool calls; the model thinks in ``<think>`` blocks.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

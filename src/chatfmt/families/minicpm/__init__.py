@@ -1,4 +1,7 @@
-"""minicpm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The minicpm family — OpenBMB MiniCPM5: the official Jinja template with the ``minicpm5`` and ``think`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

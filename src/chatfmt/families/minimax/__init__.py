@@ -1,4 +1,7 @@
-"""minimax: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The minimax family — MiniMax-M1, M2 and M3: the official Jinja templates with their model facts and parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""misc: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The misc family — Simple families as declarative specs: Baichuan2, Vicuna (and its llama.cpp variants), Zephyr, StarChat.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""mistral: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The mistral family — Mistral chat formats: v1 (7B v0.1/v0.2), v3 (v0.3, tools), v3-tekken (Nemo), v7 (Small 3.x) and Devstral.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

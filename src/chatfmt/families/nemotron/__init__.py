@@ -1,4 +1,7 @@
-"""nemotron: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The nemotron family — NVIDIA Nemotron: Nemotron Nano v2 (``<TOOLCALL>[…]</TOOLCALL>`` JSON calls) and Nemotron 3 Nano (ChatML with Qwen3-Coder-style XML calls); both reason in ``<think>``.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

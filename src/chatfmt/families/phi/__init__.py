@@ -1,4 +1,7 @@
-"""phi: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The phi family — Microsoft Phi chat formats: Phi-3 / Phi-3.5 (``<|user|>…<|end|>``) and Phi-4 (``<|im_start|>…<|im_sep|>``).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

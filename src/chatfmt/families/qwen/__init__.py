@@ -1,4 +1,7 @@
-"""qwen: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The qwen family — Qwen chat formats: Qwen 1/1.5/2 (ChatML), Qwen2.5, Qwen3 and QwQ (ChatML + Hermes-style tools).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

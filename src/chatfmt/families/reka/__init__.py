@@ -1,4 +1,7 @@
-"""reka: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The reka family — Reka Edge: ``human: … <sep>assistant: …`` turns, Hermes-style tool calls, ``<think>`` reasoning.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""rwkv: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The rwkv family — RWKV World / G1: ``User: …\n\nAssistant: …\n\n``, as llama.cpp's ``rwkv-world`` template.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

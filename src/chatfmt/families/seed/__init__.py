@@ -1,4 +1,7 @@
-"""seed: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The seed family — ByteDance Seed-OSS: ``<seed:bos>role\n…<seed:eos>`` turns, ``<seed:think>`` reasoning and ``<seed:tool_call><function=…><parameter=…>`` XML tool calls.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

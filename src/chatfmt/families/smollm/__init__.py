@@ -1,4 +1,7 @@
-"""smollm: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The smollm family — HuggingFaceTB SmolLM3: ChatML with a metadata system turn and ``/think`` / ``/no_think`` modes.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

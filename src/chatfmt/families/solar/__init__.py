@@ -1,4 +1,7 @@
-"""solar: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The solar family — Upstage Solar Open 100B: the official Jinja template with the ``solar_open`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""spark: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The spark family — iFlytek Spark X2.5: DeepSeek-style role tokens, GLM-4.5-style ``<arg_key>`` tool calls.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""stepfun: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The stepfun family — StepFun Step-3.5: ChatML, ``<think>`` reasoning, Qwen3-Coder-style XML tool calls.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 

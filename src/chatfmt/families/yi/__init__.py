@@ -1,4 +1,7 @@
-"""yi: templates, parsers and control tokens (see :mod:`chatfmt.families`)."""
+"""The yi family — 01.AI Yi chat models: plain ChatML without a default system prompt (LMDeploy's ``yi``).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
 
 from __future__ import annotations
 
