@@ -1,4 +1,4 @@
-"""The per-template parser tables of docs/parsing.md (``python tests/test_parse_loop.py`` rewrites them).
+"""The per-template parser tables of docs/parsing.md (``python tests/_parser_table.py`` rewrites them).
 
 Two generated blocks: every registered template (native and packaged), and every file
 in ``../shared/reference/templates`` as ``chatfmt.get_template(path)`` resolves it, with
@@ -110,3 +110,9 @@ def write_docs(reference_folder: Path | None) -> None:
         tail = rest.split(end, 1)[1]
         text = f"{head}{begin}\n{body}\n{end}{tail}"
     DOCS.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":  # regenerate the tables in docs/parsing.md
+    from _support import TEMPLATES
+
+    write_docs(TEMPLATES if TEMPLATES.is_dir() else None)

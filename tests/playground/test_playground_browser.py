@@ -162,9 +162,10 @@ def test_jinja_file_and_parse(site: str, browser: Any) -> None:
 def test_tokenize_report_opens_with_histogram_and_coloured_samples(
     browser: Any, tmp_path: Path
 ) -> None:
+    from test_tokenize_report import QWEN, write_dataset
+
     from chatfmt.data_pipeline import tokenize_dataset
     from chatfmt.data_pipeline.report import write_report
-    from test_tokenize_report import QWEN, write_dataset
 
     data = write_dataset(tmp_path / "in.jsonl")
     summary = tokenize_dataset(

@@ -30,6 +30,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from test_glm import _glm4_official_messages
 
 import chatfmt
 from chatfmt.errors import (
@@ -42,7 +43,6 @@ from chatfmt.families.glm.templates import python_literal
 from chatfmt.families.internlm.templates import INTERNLM_META_INSTRUCTION
 from chatfmt.protocol import validate_conversation
 from chatfmt.template import Template
-from test_glm import _glm4_official_messages
 
 from _support import ROOT, SHARED, official_render, official_source, require_shared
 

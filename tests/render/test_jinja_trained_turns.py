@@ -109,7 +109,7 @@ CONVERSATIONS: dict[str, tuple[list[dict[str, Any]], bool, bool]] = {
 }
 
 
-_OFFICIAL = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "templates"
+_OFFICIAL = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "templates"
 
 
 def _template_ids() -> list[str]:

@@ -34,7 +34,7 @@ VOCAB = "o200k_base.tiktoken"
 
 #: OpenAI's o200k_base vocabulary (sha256 446a9538…1a2d, the file openai-harmony downloads),
 #: shipped gzipped with the tests so that they run without network access.
-VOCAB_GZ = Path(__file__).parent / "data" / (VOCAB + ".gz")
+VOCAB_GZ = Path(__file__).parent.parent / "data" / (VOCAB + ".gz")
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,7 @@ import json
 from typing import Any
 
 import pytest
-
-import chatfmt
-from chatfmt.agent import Agent, FunctionTool
-from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
-from chatfmt.backends import ScriptedBackend, ScriptedReply
-from chatfmt.errors import ValidationError
-from test_seed_examples_internlm_glm import (
+from test_seed_internlm_glm import (
     SEED_CHATGLM3_CODE,
     SEED_CHATGLM3_CODE_MESSAGES,
     SEED_CHATGLM3_TOOLS,
@@ -22,6 +16,12 @@ from test_seed_examples_internlm_glm import (
     WEATHER_TOOL,
     glm3_actual,
 )
+
+import chatfmt
+from chatfmt.agent import Agent, FunctionTool
+from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
+from chatfmt.backends import ScriptedBackend, ScriptedReply
+from chatfmt.errors import ValidationError
 
 CALLS: list[dict[str, Any]] = []
 

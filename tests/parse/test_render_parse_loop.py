@@ -20,13 +20,11 @@ from typing import Any
 import pytest
 
 import chatfmt
-from _parser_table import REGISTRY_BLOCK, docs_block, registry_table_markdown, write_docs
+from _parser_table import REGISTRY_BLOCK, docs_block, registry_table_markdown
 from _turns import HISTORY, TOOLS, TURNS
 from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
-
-from _support import TEMPLATES
 
 TRAILING = "Hallucinated next turn: what about Rome?"
 
@@ -527,9 +525,5 @@ def test_cached_plans_follow_the_options() -> None:
 # ------------------------------------------------------------------ the per-template table in the docs
 def test_docs_parser_table_matches_the_registry() -> None:
     assert docs_block(REGISTRY_BLOCK) == registry_table_markdown(), (
-        "docs/parsing.md is stale: run `python tests/test_parse_loop.py` to regenerate the table"
+        "docs/parsing.md is stale: run `python tests/_parser_table.py` to regenerate the table"
     )
-
-
-if __name__ == "__main__":  # regenerate the tables in docs/parsing.md
-    write_docs(TEMPLATES if TEMPLATES.is_dir() else None)

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_parser_peer_cases import CASES as PEER_CASES
+from test_parser_peer_cases import output_of, parser_of, tools_of
 
 import chatfmt
 from _streaming import assert_stream_equals_whole, chunkings, streamed
@@ -30,8 +32,6 @@ from chatfmt.jinja.template import JinjaTemplate
 from chatfmt.parsing import TOOL_PARSERS, StreamParser, end_of_turn_markers, parse
 from chatfmt.parsing.derived import DerivedFormat, derive_parser, derived_parsers
 from chatfmt.parsing.derived_probe import _shared_head
-from test_parser_peer_cases import CASES as PEER_CASES
-from test_parser_peer_cases import output_of, parser_of, tools_of
 
 from _support import TEMPLATES, require_shared
 
@@ -581,7 +581,7 @@ def _xml_peer_cases() -> list[tuple[str, str, dict[str, Any], Any]]:
     tests/test_parsing_qwen3_coder.py writes them): (official template, output, options, tools)."""
     if not _machine_available("xml_function"):
         return []
-    import test_parsing_qwen3_coder as xml
+    import test_xml_parameter_calls as xml
 
     out: list[tuple[str, str, dict[str, Any], Any]] = []
     out += [("Qwen3-Coder.jinja", text, {}, xml.VLLM_TOOLS) for text, _calls, _c in xml.VLLM_CASES]

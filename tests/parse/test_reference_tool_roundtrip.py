@@ -53,5 +53,5 @@ def test_the_check_is_not_vacuous() -> None:
 
 def test_docs_reference_table_and_count_are_current() -> None:
     assert docs_block(REFERENCE_BLOCK) == reference_table_markdown(TEMPLATES), (
-        "docs/parsing.md is stale: run `python tests/test_parse_loop.py` to regenerate the tables"
+        "docs/parsing.md is stale: run `python tests/_parser_table.py` to regenerate the tables"
     )

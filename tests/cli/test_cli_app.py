@@ -69,7 +69,7 @@ def test_docs_templates_catalogue_is_current() -> None:
     """docs/templates.md embeds `chatfmt templates --markdown`; regenerate it when templates change."""
     from chatfmt.cli import templates_markdown
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "templates.md").read_text(
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "templates.md").read_text(
         encoding="utf-8"
     )
     assert templates_markdown() in doc

@@ -805,7 +805,7 @@ def test_lmdeploy_internlm_follow_up_turn() -> None:
 
 
 def test_example_file_is_the_seed_function_call() -> None:
-    path = Path(__file__).resolve().parent.parent / "examples" / "function_call_internlm2.json"
+    path = Path(__file__).resolve().parents[2] / "examples" / "function_call_internlm2.json"
     data = json.loads(path.read_text(encoding="utf-8"))
     out = chatfmt.render(
         data["messages"],
