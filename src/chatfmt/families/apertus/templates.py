@@ -28,5 +28,5 @@ APERTUS = PackagedTemplate(
     "<|tools_prefix|>[{name: args}]<|tools_suffix|>, <|inner_prefix|> reasoning.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (APERTUS,)

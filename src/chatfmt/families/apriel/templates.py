@@ -44,5 +44,5 @@ APRIEL_16 = PackagedTemplate(
     "[BEGIN FINAL RESPONSE], <tool_calls>[…]</tool_calls>.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (APRIEL_15, APRIEL_16)

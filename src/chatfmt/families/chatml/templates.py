@@ -44,5 +44,5 @@ HUMAN_ASSISTANT = SpecTemplate(
     )
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (CHATML, HUMAN_ASSISTANT)

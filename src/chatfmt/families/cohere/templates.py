@@ -766,7 +766,7 @@ class CommandR7BToolUse(CommandR7B):
 COMMAND_R7B = CommandR7B()
 COMMAND_R7B_TOOL_USE = CommandR7BToolUse()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 #: Cohere2MoE (North Mini Code): the official Jinja. The prompt opens ``<|START_THINKING|>``
 #: (unless ``reasoning=False``), answers are ``<|START_TEXT|>…<|END_TEXT|>``, calls
 #: ``<|START_ACTION|>[{"tool_call_id", "tool_name", "parameters"}]<|END_ACTION|>``.

@@ -222,5 +222,5 @@ DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
     description="DeepSeek V4-Flash-0731 (official Jinja; as V4, reasoning_effort high/max)",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (DEEPSEEK_V32, DEEPSEEK_V4, DEEPSEEK_V4_FLASH_0731)

@@ -517,7 +517,7 @@ DEEPSEEK_V31 = DeepSeekV31Template()
 DEEPSEEK_R1_DISTILL_LLAMA = DeepSeekR1DistillLlamaTemplate()
 DEEPSEEK_R1_DISTILL_QWEN = DeepSeekR1DistillQwenTemplate()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (
     DEEPSEEK_CODER,
     DEEPSEEK_V2,

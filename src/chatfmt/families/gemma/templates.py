@@ -162,7 +162,7 @@ class Gemma3(_GemmaBase):
 GEMMA2 = Gemma2()
 GEMMA3 = Gemma3()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 #: Gemma 4 (official Jinja, rendered as is): ``<|turn>role\n…<turn|>``, tool calls
 #: ``<|tool_call>call:NAME{…}<tool_call|>`` (the model then writes ``<|tool_response>`` and stops),
 #: reasoning ``<|channel>thought\n…<channel|>``, ``enable_thinking`` puts ``<|think|>`` in the system turn.

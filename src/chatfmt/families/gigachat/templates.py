@@ -40,5 +40,5 @@ GIGACHAT31 = PackagedTemplate(
     description="GigaChat 3.1: role<|role_sep|>\\n…, <|function_call|>{…}<|message_sep|>.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (GIGACHAT3, GIGACHAT31)

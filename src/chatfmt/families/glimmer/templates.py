@@ -23,5 +23,5 @@ MUSE_GLIMMER = PackagedTemplate(
     description="Muse Glimmer (official Jinja; to=self reasoning, <atem:function_calls> calls)",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (MUSE_GLIMMER,)

@@ -640,5 +640,5 @@ GLM4 = GLM4Template()
 GLM45 = GLM45Template()
 GLM47 = GLM47Template()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (CHATGLM3, GLM4, GLM45, GLM47)

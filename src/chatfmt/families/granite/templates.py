@@ -346,5 +346,5 @@ GRANITE3 = Granite3()
 GRANITE4 = Granite4()
 GRANITE41 = Granite41()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (GRANITE3, GRANITE4, GRANITE41)

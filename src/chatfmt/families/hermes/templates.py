@@ -247,5 +247,5 @@ class Hermes3Template(HermesTemplate):
 HERMES2_PRO = Hermes2ProTemplate()
 HERMES3 = Hermes3Template()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (HERMES2_PRO, HERMES3)

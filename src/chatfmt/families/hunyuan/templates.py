@@ -29,5 +29,5 @@ HY3 = PackagedTemplate(
     "<think:opensource>, <tool_call:opensource>name<tool_sep:opensource><arg_key:…>/<arg_value:…>.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (HY3,)

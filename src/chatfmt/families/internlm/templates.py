@@ -437,7 +437,7 @@ INTERNLM_CHAT_20B = InternLMChat20BTemplate()
 INTERNLM_7B = InternLMBaseTemplate()
 INTERNLM_20B = InternLM20BBaseTemplate()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (
     INTERNLM2,
     INTERNLM3,

@@ -460,5 +460,5 @@ LLAMA31 = Llama31Template()
 LLAMA32 = Llama32Template()
 LLAMA33 = Llama33Template()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (LLAMA2, LLAMA2_SEED, LLAMA3, LLAMA31, LLAMA32, LLAMA33)

@@ -31,5 +31,5 @@ MINICPM5 = PackagedTemplate(
     description="MiniCPM5: ChatML, <think>, <function name=…><param name=…>…</param></function>.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (MINICPM5,)

@@ -55,5 +55,5 @@ MINIMAX_M3 = PackagedTemplate(
     description="MiniMax-M3 (official Jinja; ]<]minimax[>[ <invoke> calls, <mm:think> reasoning)",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (MINIMAX_M1, MINIMAX_M2, MINIMAX_M3)

@@ -160,5 +160,5 @@ ZEPHYR.official_templates = ("ollama-tinyllama-1.1b.jinja",)
 # Zephyr's and TinyLlama's tokenizers have no special tokens for its role markers:
 ZEPHYR.text_control_tokens = (SYSTEM, USER, ASSISTANT)
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (BAICHUAN2, VICUNA, VICUNA_NEWLINE, ORCA_VICUNA, ZEPHYR, STARCHAT)

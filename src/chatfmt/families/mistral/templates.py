@@ -637,7 +637,7 @@ MINISTRAL3_REASONING = PackagedTemplate(
     description="Ministral 3 Reasoning: [SYSTEM_PROMPT], [THINK]…[/THINK], [TOOL_CALLS]name[ARGS]….",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (
     MISTRAL_V1,
     MISTRAL_V3,

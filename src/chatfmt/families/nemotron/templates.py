@@ -64,5 +64,5 @@ NEMOTRON3_NANO = PackagedTemplate(
     ),
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (NEMOTRON_NANO_V2, NEMOTRON3_NANO)

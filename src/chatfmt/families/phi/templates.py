@@ -130,5 +130,5 @@ PHI3 = Phi3()
 PHI35 = Phi35()
 PHI4 = Phi4()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (PHI3, PHI35, PHI4)

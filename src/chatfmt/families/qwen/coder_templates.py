@@ -419,5 +419,5 @@ _TOOLS35_OUTRO = (
 
 QWEN35 = Qwen35Template()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (QWEN3_CODER, QWEN35)

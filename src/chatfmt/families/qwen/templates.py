@@ -426,5 +426,5 @@ QWEN = SpecTemplate(
 #: The Qwen2-Instruct template (as stored in ollama's qwen2 GGUF) is exactly this format.
 QWEN.official_templates = ("ollama-qwen2-0.5b.jinja",)
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (QWEN25, QWEN3, QWQ, QWEN)

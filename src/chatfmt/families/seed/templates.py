@@ -35,5 +35,5 @@ SEED_OSS = PackagedTemplate(
     ),
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (SEED_OSS,)

@@ -135,5 +135,5 @@ class SmolLM3Template(Template):
 
 SMOLLM3 = SmolLM3Template()
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (SMOLLM3,)

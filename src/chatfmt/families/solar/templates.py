@@ -27,5 +27,5 @@ SOLAR_OPEN = PackagedTemplate(
     "<|tool_calls|><|tool_call:begin|>id<|tool_call:name|>…<|tool_call:args|>{…}.",
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (SOLAR_OPEN,)

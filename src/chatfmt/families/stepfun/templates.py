@@ -32,5 +32,5 @@ STEP35_FLASH = PackagedTemplate(
     ),
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (STEP35_FLASH,)

@@ -33,5 +33,5 @@ YI = SpecTemplate(
     )
 )
 
-#: This module's templates, registered by the registry in this order (see chatfmt.formats).
+#: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (YI,)
