@@ -10,7 +10,7 @@ One state machine, configured per family by its markers:
 * MiniMax-M3 (``minimax_m3``): every tag prefixed by ``]<]minimax[>[``; a parameter
   is the element ``<k>v</k>`` and nested objects / arrays are child elements
   (``<item>`` for array members);
-* Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`.glimmer`).
+* Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`chatfmt.families.glimmer.parser`).
 
 Values are text (a closing tag inside a value is text unless markup that may follow a
 parameter, or the end of the output, follows it). A parameter whose tool schema declares a type is converted to it

@@ -1,6 +1,6 @@
 """ChatML and the plain Human/Assistant format of the ChatML overview seed, as declarative specs.
 
-The seed's third format (``<|system|>`` … ``<|end|>``) is StarChat's: ``starchat`` in :mod:`.misc`.
+The seed's third format (``<|system|>`` … ``<|end|>``) is StarChat's: ``starchat`` in :mod:`chatfmt.families.misc`.
 """
 
 from __future__ import annotations

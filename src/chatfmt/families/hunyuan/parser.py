@@ -4,7 +4,7 @@
 pairs, ``</tool_call:opensource>``, ``</tool_calls:opensource>`` (newlines between the tags).
 
 Values are text, converted to the type the tool's schema declares (strings kept when no
-schema; see :mod:`.xml_values`); the template writes non-strings as JSON. Reasoning is
+schema; see :mod:`chatfmt.parsing.xml_values`); the template writes non-strings as JSON. Reasoning is
 ``<think:opensource>…</think:opensource>`` (the ``hunyuan`` reasoning parser).
 """
 

@@ -2,7 +2,7 @@
 
 A value holding ``<``, ``&`` or a newline is wrapped in ``<![CDATA[…]]>`` (taken
 verbatim); values are text, converted to the type the tool's schema declares and kept as
-strings without a schema (see :mod:`.xml_values`; the template writes non-strings in
+strings without a schema (see :mod:`chatfmt.parsing.xml_values`; the template writes non-strings in
 Python's spelling, e.g. ``True``, ``{'a': 1}``, which the conversion reads). Reasoning is
 ``<think>…</think>`` (the ``think`` parser).
 """

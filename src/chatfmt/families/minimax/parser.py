@@ -1,7 +1,7 @@
 """MiniMax-M1 tool calls (``<tool_calls>`` with one ``{"name": …, "arguments": …}`` object
-per line) and MiniMax-M3 reasoning (``<mm:think>``).
-
-(MiniMax-M2 and M3 tool calls are ``<invoke>`` blocks: see :mod:`.invoke`.)
+per line), MiniMax-M3 reasoning (``<mm:think>``), and the M2 / M3 ``<invoke>`` blocks (the
+shared machine of :mod:`chatfmt.parsing.invoke`; M3's parameters are elements whose nested
+objects / arrays are child elements, read by :func:`element_value`).
 """
 
 from __future__ import annotations
