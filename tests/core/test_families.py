@@ -221,3 +221,12 @@ def test_names_moved_to_a_family_still_import_from_the_old_module(old: str, name
     assert found is getattr(new, name)
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         importlib.import_module(old).no_such_name  # noqa: B018
+
+
+def test_templates_and_their_parser_classes_pickle() -> None:
+    import pickle
+
+    for tpl in families.builtin_templates():
+        copy = pickle.loads(pickle.dumps(tpl))
+        assert copy.tool_parser_class is tpl.tool_parser_class, tpl.name
+        assert copy.reasoning_parser_class is tpl.reasoning_parser_class, tpl.name

@@ -93,4 +93,6 @@ class ApertusParser(BlockParser):
         return True
 
 
-ApertusThinkParser = think_parser("apertus", INNER_PREFIX, INNER_SUFFIX)
+ApertusThinkParser = think_parser(
+    "apertus", INNER_PREFIX, INNER_SUFFIX, qualname="ApertusThinkParser"
+)

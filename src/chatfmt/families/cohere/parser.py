@@ -90,4 +90,4 @@ class CommandRParser(BlockParser):
 
 
 #: Reasoning in ``<|START_THINKING|>…<|END_THINKING|>``, also when the prompt opened it.
-CommandAThinkParser = think_parser("command_a", _THINK, _THINK_END)
+CommandAThinkParser = think_parser("command_a", _THINK, _THINK_END, qualname="CommandAThinkParser")

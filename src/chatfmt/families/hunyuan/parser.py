@@ -188,4 +188,6 @@ class HunyuanParser(BlockParser):
         super().end_block()
 
 
-HunyuanThinkParser = think_parser("hunyuan", THINK_OPENSOURCE, THINK_OPENSOURCE_CLOSE)
+HunyuanThinkParser = think_parser(
+    "hunyuan", THINK_OPENSOURCE, THINK_OPENSOURCE_CLOSE, qualname="HunyuanThinkParser"
+)

@@ -239,4 +239,4 @@ class KimiK3Parser(BlockParser):
         return False
 
 
-KimiK3Think = think_parser("kimi_k3", open_tag("think"), close_tag("think"))
+KimiK3Think = think_parser("kimi_k3", open_tag("think"), close_tag("think"), qualname="KimiK3Think")

@@ -96,4 +96,6 @@ class MistralParser(BlockParser):
 
 
 #: Magistral / Ministral-3 Reasoning: ``[THINK]reasoning[/THINK]answer`` (the answer to ``mistral``).
-MistralThinkParser = think_parser("mistral_think", THINK, THINK_CLOSE)
+MistralThinkParser = think_parser(
+    "mistral_think", THINK, THINK_CLOSE, qualname="MistralThinkParser"
+)

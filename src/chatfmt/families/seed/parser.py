@@ -23,4 +23,6 @@ class SeedOssParser(Qwen3CoderParser):
 
 
 #: Seed-OSS reasoning: ``<seed:think>…</seed:think>`` (budget notes inside stay reasoning text).
-SeedThinkParser = think_parser("seed_think", SEED_THINK, SEED_THINK_CLOSE)
+SeedThinkParser = think_parser(
+    "seed_think", SEED_THINK, SEED_THINK_CLOSE, qualname="SeedThinkParser"
+)
