@@ -436,7 +436,7 @@ def main() -> None:
 
     import chatfmt
     from chatfmt.data_pipeline import tokenize_dataset
-    from chatfmt.tokens import encode_batch, load_tokenizer
+    from chatfmt.tokens import encode, encode_batch, load_tokenizer
 
     corpus = make_corpus(args.conversations)
     convs = [c["messages"] for c in corpus]
@@ -605,6 +605,12 @@ def main() -> None:
         ),
         len(subset),
     )
+    one_rate = add(
+        "ids+labels",
+        f"chatfmt encode, one conversation at a time [{len(subset)} conv]",
+        timed(lambda: [encode(c["messages"], tpl, tok, tools=c.get("tools")) for c in subset], 2),
+        len(subset),
+    )
     floor = add(
         "ids+labels",
         "floor: tokenizers encode_batch(rendered)",
@@ -624,7 +630,19 @@ def main() -> None:
     for group, name, rate in rows:
         print(f"| {group} | {name} | {rate:,.0f} |")
     print("\nratios:")
+    r_name = n / secs["ours-by-id"]
     checks = [
+        ("render by name vs transformers (target ≥ 12×)", r_name / r_hf, r_name / r_hf >= 12),
+        (
+            "encode vs transformers tokenize=True (target ≥ 2.5×)",
+            one_rate / hf_rate,
+            one_rate / hf_rate >= 2.5,
+        ),
+        (
+            "batch encoding vs the tokenizers batch floor (target: within 1.1×)",
+            ids_rate / floor,
+            ids_rate * 1.1 >= floor,
+        ),
         ("render vs transformers (target ≥ 30×)", r_ours / r_hf, r_ours / r_hf >= 30),
         ("  (context: the LMDeploy stand-in vs transformers)", r_lmd / r_hf, None),
         (

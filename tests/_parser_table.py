@@ -71,7 +71,7 @@ def count_line(trips: dict[str, RoundTrip]) -> str:
     return (
         f"**{len(parsing)} of {len(rendering)}** reference templates whose official form "
         "renders tool calls parse their own rendered calls (native, packaged or derived "
-        "parser; checked by `tests/test_reference_tool_roundtrip.py`)."
+        "parser; checked by `tests/parse/test_reference_tool_roundtrip.py`)."
     )
 
 

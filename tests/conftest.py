@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -44,3 +45,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
         if missing and not SHARED.is_dir():
             require_shared()
         raise
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer() -> Any:
+    """The Qwen3 tokenizer of ../shared, loaded once (see ``shared_dir`` when it is absent)."""
+    from chatfmt.tokens import load_tokenizer
+
+    return load_tokenizer(require_shared() / "tokenizers" / "qwen3")

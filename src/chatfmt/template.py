@@ -347,7 +347,7 @@ def parse_now(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime | None:
 
 
 # ----------------------------------------------------------------------------- refusals
-# Shared checks for input an official template would drop without a word (README: "No
+# Shared checks for input an official template would drop without a word (docs/rendering.md: "No
 # silent data loss"): chatfmt raises instead, naming the message and the field.
 
 

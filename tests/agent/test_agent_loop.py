@@ -7,7 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from test_seed_internlm_glm import (
+
+import chatfmt
+from _seed_examples import (
     SEED_CHATGLM3_CODE,
     SEED_CHATGLM3_CODE_MESSAGES,
     SEED_CHATGLM3_TOOLS,
@@ -16,8 +18,6 @@ from test_seed_internlm_glm import (
     WEATHER_TOOL,
     glm3_actual,
 )
-
-import chatfmt
 from chatfmt.agent import Agent, FunctionTool
 from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
 from chatfmt.backends import ScriptedBackend, ScriptedReply

@@ -291,8 +291,13 @@ def test_convert_refuses_tool_use_and_keeps_plain_text(name: str) -> None:
             continue
         if messages == [USER] and text == tpl.render(messages, add_generation_prompt=False):
             continue  # this template does not write the tool list: nothing to lose
-        with pytest.raises((UnsupportedFeatureError, ParseError)):
+        # refused as tool markup in a message, or as a prompt it cannot read back
+        with pytest.raises(
+            (UnsupportedFeatureError, ParseError), match=r"tool markup|cannot read a|does not start"
+        ) as err:
             convert_prompt(text, parser, target)
+        if isinstance(err.value, UnsupportedFeatureError):
+            assert err.value.field == "content" and err.value.index is not None
         refused += 1
     assert refused, f"{name}: no tool conversation rendered"
     text = tpl.render(PLAIN, add_generation_prompt=False)

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from _datasets import QWEN, write_dataset
 from chatfmt.cli import app
 from chatfmt.data_pipeline.report import BINS, histogram_svg
-
-from _support import SHARED
-
-QWEN = SHARED / "tokenizers" / "qwen3"
-
-
-def write_dataset(path: Path) -> Path:
-    rows = []
-    for i in range(30):
-        rows.append(
-            {
-                "messages": [
-                    {"role": "user", "content": f"question {i}"},
-                    {"role": "assistant", "content": "word " * (i * 3)},
-                ]
-            }
-        )
-    rows.append({"messages": [{"role": "user", "content": "no answer"}]})  # rejected
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def test_the_table_loads_into_a_fresh_registry_without_collisions() -> None:
     assert chatfmt.REGISTRY.names() == sorted(t.name for t in builtins)
     assert Registry().names() == chatfmt.REGISTRY.names()
     fresh = ParserTable("tool", lambda: [(PlainParser, ())])
-    assert dict(fresh) == dict(TOOL_PARSERS)
+    assert dict(fresh) == {k: v for k, v in TOOL_PARSERS.items() if ":" not in k}  # no derived
 
 
 def test_templates_name_the_parser_classes_registered_under_their_names() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+from typing import Any
 
 import pytest
 
@@ -224,3 +225,101 @@ def test_caller_objects_are_not_mutated() -> None:
         with contextlib.suppress(chatfmt.ChatFmtError):
             chatfmt.render_segments(messages, name, tools=tools)
     assert (messages, tools) == before
+
+
+USER_HI = {"role": "user", "content": "hi"}
+
+
+# ------------------------------------------------------------------ protocol
+def test_tools_not_iterable() -> None:
+    with pytest.raises(ValidationError) as err:
+        chatfmt.render([USER_HI], "qwen3", tools=5)  # type: ignore[arg-type]
+    assert err.value.field == "tools"
+
+
+def _call(arguments: Any) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": arguments}}],
+    }
+
+
+def test_too_deep_arguments() -> None:
+    deep_text = '{"a":' + "[" * 100000 + "]" * 100000 + "}"
+    deep_obj: list[Any] = []
+    for _ in range(100000):
+        deep_obj = [deep_obj]
+    for args in (deep_text, {"a": deep_obj}):
+        with pytest.raises(ValidationError) as err:
+            validate_conversation([USER_HI, _call(args)])
+        assert (err.value.index, err.value.field) == (1, "tool_calls[0].function.arguments")
+
+
+def test_lone_surrogates_in_content_pass_render_and_fail_tokenization(shared_dir: Any) -> None:
+    """Content is a str in and a str out; it is checked where it must become UTF-8 bytes."""
+    from chatfmt import TokenizationError, encode, load_tokenizer
+
+    msgs = [USER_HI, {"role": "assistant", "content": "a\ud800b"}]
+    assert "a\ud800b" in chatfmt.render(msgs, "qwen2.5")
+    tok = load_tokenizer(shared_dir / "tokenizers" / "qwen3")
+    with pytest.raises(TokenizationError, match=r"messages\[1\]: contains a lone surrogate"):
+        encode(msgs, "qwen2.5", tok)
+
+
+@pytest.mark.parametrize(
+    ("message", "field"),
+    [
+        ({"role": "user", "content": "ok", "name": "n\ud800"}, "name"),
+        (_call('{"a": "\ud800"}'), "tool_calls[0].function.arguments"),
+        (_call({"a": "\ud800"}), "tool_calls[0].function.arguments"),
+    ],
+)
+def test_lone_surrogates_are_rejected(message: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as err:
+        validate_conversation([USER_HI, message])
+    assert (err.value.index, err.value.field) == (1, field)
+
+
+def test_surrogate_in_tool_schema_is_rejected_and_valid_unicode_passes() -> None:
+    tool = {"type": "function", "function": {"name": "f", "description": "d\ud800"}}
+    with pytest.raises(ValidationError) as err:
+        validate_conversation([USER_HI], [tool])
+    assert err.value.field == "tools[0].function.description"
+    conv = validate_conversation([{"role": "user", "content": "你好 🙂 é"}])
+    assert conv.messages[0].content == "你好 🙂 é"
+
+
+@pytest.mark.parametrize("value", ["", 0, {}])
+def test_tool_calls_of_wrong_type(value: Any) -> None:
+    with pytest.raises(ValidationError) as err:
+        validate_conversation([USER_HI, {"role": "assistant", "content": "a", "tool_calls": value}])
+    assert (err.value.index, err.value.field) == (1, "tool_calls")
+
+
+def test_tool_calls_null_or_empty_is_no_calls() -> None:
+    for value in (None, []):
+        conv = validate_conversation([{"role": "assistant", "content": "a", "tool_calls": value}])
+        assert conv.messages[0].tool_calls == ()
+
+
+@pytest.mark.parametrize("key", ["tool_call", "toolcalls", "function_call"])
+def test_near_miss_keys_are_rejected(key: str) -> None:
+    msg = {"role": "assistant", "content": "a", key: [{"type": "function"}]}
+    with pytest.raises(ValidationError) as err:
+        validate_conversation([USER_HI, msg])
+    assert (err.value.index, err.value.field) == (1, key)
+    assert "tool_calls" in str(err.value)
+
+
+def test_other_extra_keys_are_ignored() -> None:
+    # OpenAI clients send fields such as refusal/audio/function_call=None
+    msg = {
+        "role": "assistant",
+        "content": "a",
+        "refusal": None,
+        "audio": None,
+        "function_call": None,
+    }
+    conv = validate_conversation([USER_HI, msg])
+    assert conv.messages[1].content == "a"

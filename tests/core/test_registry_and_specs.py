@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 import chatfmt
-from chatfmt import TemplateError, TemplateNotFoundError
+from chatfmt import TemplateError, TemplateNotFoundError, UnsupportedFeatureError
+from chatfmt.config import GenerationConfig
 from chatfmt.registry import Registry
+from chatfmt.spec import spec_from_dict
 
 SPEC = {
     "name": "my-chat",
@@ -55,8 +57,9 @@ def test_miss_lists_close_names_and_never_falls_back() -> None:
         chatfmt.get_template("chatmll")
     assert "chatml" in info.value.suggestions
     assert "chatml" in str(info.value)
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError, match="no chat template matches") as info:
         chatfmt.get_template("acme/totally-unknown-model-xyz")
+    assert info.value.query == "acme/totally-unknown-model-xyz"
 
 
 @pytest.mark.parametrize("suffix", [".json", ".toml", ".yaml"])
@@ -106,7 +109,7 @@ def test_bad_spec_files_are_clear(tmp_path: Path, change: dict, needle: str) -> 
 
 
 def test_first_user_system_mode_and_unsupported_system() -> None:
-    from chatfmt import RoleFormat, SpecTemplate, TemplateSpec, UnsupportedFeatureError
+    from chatfmt import RoleFormat, SpecTemplate, TemplateSpec
 
     tpl = SpecTemplate(
         TemplateSpec(
@@ -201,10 +204,12 @@ def test_replace_is_explicit_and_leaves_no_stale_alias() -> None:
     reg.register(_spec("first", ("old-alias",), ("org/model",)))
     new = reg.register(_spec("first", ("new-alias",)), replace=True)
     assert reg.get("first") is new and reg.get("new-alias") is new
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("old-alias")  # the replaced template's alias went with it
-    with pytest.raises(TemplateNotFoundError):
+    assert info.value.query == "old-alias"
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("org/model")
+    assert info.value.query == "org/model"
     taker = reg.register(_spec("other", ("new-alias",)), replace=True)  # takes the alias over
     assert reg.get("new-alias") is taker and reg.get("first") is new
     with pytest.raises(TemplateError, match="is the name of template"):
@@ -234,8 +239,9 @@ def test_resolution_is_cached_and_register_invalidates_it() -> None:
         assert reg.get(query) is first
         assert reg._resolved[query] is first  # remembered under the exact query
         assert reg.get(query) is first
-    with pytest.raises(TemplateNotFoundError):
+    with pytest.raises(TemplateNotFoundError) as info:
         reg.get("late")  # a miss is not remembered ...
+    assert info.value.query == "late"
     late = reg.register(_spec("late"))
     assert reg.get("late") is late  # ... so a later registration is found
     again = reg.register(_spec("first", ("alias-one",)), replace=True)
@@ -268,3 +274,43 @@ def test_tool_parser_names_cannot_collide() -> None:
     finally:
         TOOL_PARSERS.pop(Impostor.name, None)
     assert TOOL_PARSERS["hermes"] is hermes
+
+
+# ------------------------------------------------------------------ spec files
+_ROLES = {"user": {"prefix": "U:"}, "assistant": {"prefix": "A:", "suffix": "</s>"}}
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ({"aliases": "myalias"}, "aliases"),
+        ({"model_ids": "org/name"}, "model_ids"),
+        ({"model_patterns": "x.*"}, "model_patterns"),
+        ({"control_tokens": "</s>"}, "control_tokens"),
+        ({"generation": {"stop_words": "</s>"}}, "stop_words"),
+        ({"generation": {"tool_stop_words": "</s>"}}, "tool_stop_words"),
+        ({"generation": {"session_len": "big"}}, "session_len"),
+        ({"generation": {"top_k": 1.5}}, "top_k"),
+        ({"generation": {"top_p": "high"}}, "top_p"),
+        ({"generation": {"temperature": True}}, "temperature"),
+        ({"generation": {"repetition_penalty": None}}, "repetition_penalty"),
+        ({"generation": {"capability": "voice"}}, "capability"),
+        ({"roles": {**_ROLES, "user": {"prefix": 5}}}, "roles.user.prefix"),
+        ({"bos": 1}, "bos"),
+    ],
+)
+def test_spec_type_errors_name_the_key(extra: dict[str, Any], key: str) -> None:
+    data = {"name": "x", "roles": _ROLES, **extra}
+    with pytest.raises(TemplateError) as err:
+        spec_from_dict(data, origin="my.toml")
+    assert key in str(err.value) and "my.toml" in str(err.value)
+
+
+def test_spec_lists_and_generation_replace() -> None:
+    spec = spec_from_dict(
+        {"name": "x", "roles": _ROLES, "aliases": ["y"], "generation": {"stop_words": ["</s>"]}}
+    )
+    assert spec.aliases == ("y",) and spec.generation_config.stop_words == ("</s>",)
+    assert GenerationConfig().replace(stop_words=["a", "b"]).stop_words == ("a", "b")
+    with pytest.raises(TemplateError, match="stop_words must be a list of strings, got str"):
+        GenerationConfig().replace(stop_words="</s>")

@@ -719,3 +719,72 @@ def test_ray_engine_matches_the_local_engine(
     kinds = dict(_engine_outputs(tmp_path, "ray-in", tmp_path / "ray-in")[1])
     assert kinds[3] == "invalid_json" and 12 in kinds  # the bad lines, each rejected alone
     assert 10 not in kinds  # the blank line is no sample
+
+
+# ------------------------------------------------------------------ ShareGPT system column
+def test_sharegpt_system_column_and_system_turn() -> None:
+    turns = [{"from": "system", "value": "TURN"}, {"from": "human", "value": "hi"}]
+    with pytest.raises(ValidationError, match="'system' column and a different system turn"):
+        record_to_conversation({"system": "COLUMN", "conversations": turns})
+    same = record_to_conversation({"system": "TURN", "conversations": turns})
+    assert same["messages"] == [
+        {"role": "system", "content": "TURN"},
+        {"role": "user", "content": "hi"},
+    ]
+    col = record_to_conversation({"system": "COLUMN", "conversations": turns[1:]})
+    assert col["messages"][0] == {"role": "system", "content": "COLUMN"}
+    for empty in ("", None):
+        assert (
+            record_to_conversation({"system": empty, "conversations": turns})["messages"][0][
+                "content"
+            ]
+            == "TURN"
+        )
+    with pytest.raises(ValidationError, match="'system' must be a string"):
+        record_to_conversation({"system": 5, "conversations": turns[1:]})
+
+
+def test_sharegpt_conflicting_system_goes_to_errors_file(tmp_path: Path, qwen: Any) -> None:
+    rows = [
+        {
+            "system": "COLUMN",
+            "conversations": [
+                {"from": "system", "value": "TURN"},
+                {"from": "human", "value": "q"},
+                {"from": "gpt", "value": "a"},
+            ],
+        },
+        {
+            "system": "S",
+            "conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}],
+        },
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "out"
+    summary = tokenize_dataset(src, out, template="qwen3", tokenizer=qwen, progress=False)
+    assert summary.to_dict()["errors"] == 1
+    errors = [json.loads(line) for line in (tmp_path / "out.errors.jsonl").read_text().splitlines()]
+    assert [e["row"] for e in errors] == [0]
+    assert "different system turn" in errors[0]["reason"]
+
+
+# ------------------------------------------------------------------ --train-on none
+def test_cli_train_on_help_and_values(tmp_path: Path, qwen: Any) -> None:
+    from chatfmt.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["tokenize", "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    line = next(ln for ln in res.output.splitlines() if "--train-on" in ln)
+    idx = res.output.index(line)
+    assert "none" in res.output[idx : idx + 400]
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"messages": [{"role": "user", "content": "q"}]}) + "\n")
+    base = ["tokenize", str(src), "-t", "qwen3", "--tokenizer", str(QWEN), "--no-progress"]
+    bad = runner.invoke(app, [*base, "-o", str(tmp_path / "b"), "--train-on", "bogus"])
+    assert bad.exit_code == 2 and "none" in bad.output
+    ok = runner.invoke(app, [*base, "-o", str(tmp_path / "n"), "--train-on", "none", "--json"])
+    assert ok.exit_code == 0, ok.output
+    summary = json.loads(ok.output)
+    assert summary["samples_out"] == 1 and summary["errors"] == 0

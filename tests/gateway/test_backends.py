@@ -245,9 +245,11 @@ def test_sync_backend_raises_backend_errors(server: FakeCompletionsServer) -> No
     server.mode = "http500"
     with (
         SyncBackend(OpenAICompletionsBackend(server.base_url, model="m")) as sync,
-        pytest.raises(BackendHTTPError),
+        pytest.raises(BackendHTTPError) as err,
     ):
         list(sync.stream(CompletionRequest("p")))
+    assert err.value.status == 500
+    assert "engine exploded" in err.value.body
 
 
 def test_openai_sends_token_ids_only_when_asked(server: FakeCompletionsServer) -> None:

@@ -21,7 +21,7 @@ from chatfmt.jinja.template import JinjaTemplate
 from _support import TOOLS, texts, tool_call_lists
 
 #: Native templates with a tool parser. Packaged official Jinja templates get the round trip
-#: from the render diff in tests/test_parse_loop.py: their trained segments come from the Jinja
+#: from the render diff in tests/parse/test_render_parse_loop.py: their trained segments come from the Jinja
 #: backend's sentinel tracing, which cuts tool-call turns short (Cohere2MoE, Hy3, Apriel 1.6).
 TOOL_TEMPLATES = sorted(
     t.name

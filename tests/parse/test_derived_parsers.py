@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_parser_peer_cases import CASES as PEER_CASES
-from test_parser_peer_cases import output_of, parser_of, tools_of
 
 import chatfmt
+from _peer_cases import CASES as PEER_CASES
+from _peer_cases import output_of, parser_of, tools_of
 from _streaming import assert_stream_equals_whole, chunkings, streamed
 from chatfmt.errors import ParseError
 from chatfmt.jinja.template import JinjaTemplate
@@ -166,6 +166,9 @@ def test_differences_name_real_cases() -> None:
 
 from _turns import HISTORY, TOOLS  # noqa: E402
 from _turns import TURNS as _SHARED_TURNS  # noqa: E402
+
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
 
 TURNS: dict[str, dict[str, Any]] = {
     **_SHARED_TURNS,
@@ -578,10 +581,10 @@ def test_a_failed_self_check_leaves_nothing_registered() -> None:
 
 def _xml_peer_cases() -> list[tuple[str, str, dict[str, Any], Any]]:
     """The XML-parameter formats' peer cases (vLLM, llama.cpp and the Seed-OSS cases, as
-    tests/test_parsing_qwen3_coder.py writes them): (official template, output, options, tools)."""
+    tests/_xml_call_cases.py writes them): (official template, output, options, tools)."""
     if not _machine_available("xml_function"):
         return []
-    import test_xml_parameter_calls as xml
+    import _xml_call_cases as xml
 
     out: list[tuple[str, str, dict[str, Any], Any]] = []
     out += [("Qwen3-Coder.jinja", text, {}, xml.VLLM_TOOLS) for text, _calls, _c in xml.VLLM_CASES]
@@ -609,10 +612,10 @@ def test_cross_check_xml_parameter_peer_cases(
 
 
 def _lfm_peer_cases() -> list[tuple[str, str]]:
-    """vLLM's LFM2 cases (as tests/test_pythonic.py writes them): (case id, output)."""
+    """vLLM's LFM2 cases (as tests/_pythonic_cases.py writes them): (case id, output)."""
     if not _machine_available("pythonic"):
         return []
-    import test_pythonic as py
+    import _pythonic_cases as py
 
     return [(case[0], case[2]) for case in py.PEER_CASES if case[1] == "lfm2"]
 

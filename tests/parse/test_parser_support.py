@@ -14,9 +14,10 @@ from typer.testing import CliRunner
 
 import chatfmt
 from chatfmt.cli import app
-from chatfmt.errors import ParseError
+from chatfmt.errors import ParseError, UnsupportedFeatureError
 from chatfmt.jinja.packaged import PackagedTemplate
-from chatfmt.parsing import support
+from chatfmt.parsing import StreamParser, parse, support
+from chatfmt.parsing import base as parsing_base
 from chatfmt.parsing.support import derived_parsers_of, parser_support
 
 runner = CliRunner()
@@ -230,3 +231,50 @@ def test_thinking_prompt_prefills_the_reasoning_block(name: str) -> None:
     assert [c["function"]["name"] for c in msg["tool_calls"]] == ["f"]
     plain = chatfmt.parse("Hello.", name)  # thinking off by default: no reasoning block
     assert plain == {"role": "assistant", "content": "Hello."}
+
+
+# ------------------------------------------------------------------ forced parser
+def test_forced_tool_parser_keeps_reasoning_and_prefill() -> None:
+    out = '<think>plan</think><tool_call>\n{"name":"f","arguments":{}}\n</tool_call>'
+    msg = parse(out, "qwen3", parser="hermes")
+    assert msg["reasoning_content"] == "plan" and msg["content"] is None
+    assert msg["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
+    # prefill detection of the template is kept too (QwQ opens <think> in the prompt)
+    prefilled = parse("plan</think>answer", "qwq", parser="plain", enable_thinking=True)
+    assert prefilled == parse("plan</think>answer", "qwq", enable_thinking=True)
+    assert prefilled["reasoning_content"] == "plan" and prefilled["content"] == "answer"
+    # reasoning_parser=None turns it off explicitly
+    off = parse(out, "qwen3", parser="hermes", reasoning_parser=None)
+    assert off["content"] == "<think>plan</think>" and "reasoning_content" not in off
+
+
+def test_unknown_parse_options_are_rejected() -> None:
+    with pytest.raises(ParseError, match="enable_thinkng") as info:
+        parse("hi", "qwen3", enable_thinkng=False)
+    assert "enable_thinking" in str(info.value) and "thinking_prefilled" in str(info.value)
+    with pytest.raises(ParseError, match="thinking_prefiled"):
+        StreamParser("hermes", thinking_prefiled=True)
+    # known template options and parser options still work
+    assert parse("hi", "qwen3", enable_thinking=False)["content"] == "hi"
+    assert parse("a</think>b", "think", thinking_prefilled=True)["reasoning_content"] == "a"
+
+
+# ------------------------------------------------------------------ _prefilled catches ChatFmtError only
+def test_prefill_probe_swallows_only_chatfmt_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    tpl = chatfmt.get_template("qwen3")
+
+    def unsupported(*_a: Any, **_k: Any) -> str:
+        raise UnsupportedFeatureError("no bare question")
+
+    def bug(*_a: Any, **_k: Any) -> str:
+        raise RuntimeError("template bug")
+
+    # The probe runs once per template: a fresh plan cache (restored after the test).
+    monkeypatch.setattr(parsing_base, "_PLANS", type(parsing_base._PLANS)())
+    monkeypatch.setattr(type(tpl), "render", unsupported)
+    # cannot probe: assume no prefill, so a leading <think> is still recognised
+    assert parse("<think>r</think>a", tpl)["reasoning_content"] == "r"
+    monkeypatch.setattr(type(tpl), "render", bug)
+    parsing_base._PLANS.clear()
+    with pytest.raises(RuntimeError, match="template bug"):
+        parse("a", tpl)

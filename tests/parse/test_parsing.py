@@ -308,11 +308,11 @@ def test_token_ids_from_a_tokenizer(shared_dir: Any) -> None:
 def test_parser_selection() -> None:
     assert run("hermes", "plain")["content"] == "plain"
     assert parse("x", "qwen2.5") == {"role": "assistant", "content": "x"}
-    with pytest.raises(ParseError):
+    with pytest.raises(ParseError, match="unknown tool parser 'no-such-parser'"):
         StreamParser(parser="no-such-parser")
     sp = StreamParser(parser="hermes")
     sp.finish()
-    with pytest.raises(ParseError):
+    with pytest.raises(ParseError, match=r"feed\(\) after finish\(\)"):
         sp.feed("more")
 
 

@@ -1,9 +1,9 @@
-"""Parsers of issue 14's "misc" families: Apertus, Apriel 1.5/1.6, GigaChat 3/3.1, Ministral-3
+"""Parsers of smaller families: Apertus, Apriel 1.5/1.6, GigaChat 3/3.1, Ministral-3
 reasoning (``[THINK]``), Solar Open, Hy3 (Hunyuan 3), MiniCPM5 and Cohere2MoE (North).
 
 Every case is checked whole and streamed in every chunking (``_streaming.chunkings``); the
 peer cases name the peer test they come from (inputs and expected results only). The round
-trip from each official template is ``tests/test_parse_loop.py`` (``-k <template>``).
+trip from each official template is ``tests/parse/test_render_parse_loop.py`` (``-k <template>``).
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ from _tool_roundtrip import reference_round_trips
 
 from _support import TEMPLATES, require_shared
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 require_shared()
 TRIPS = reference_round_trips(TEMPLATES)
 RENDERING = sorted(name for name, rt in TRIPS.items() if rt.renders_calls)

@@ -26,6 +26,9 @@ from chatfmt.errors import ChatFmtError, ParseError
 from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
 from chatfmt.parsing import base as parsing_base
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 TRAILING = "Hallucinated next turn: what about Rome?"
 
 _CALLS = ("call", "text+call", "two calls")
@@ -50,7 +53,7 @@ _NOT_A_CONTINUATION = [
         ("plain", *_CALLS),
         ("", "enable_thinking=False"),
         "thinking off: the prompt ends with '<think></think>', the rendered turn with '</think>' only"
-        " (round trip tested in tests/test_parsing_invoke.py)",
+        " (round trip tested in tests/parse/test_invoke_calls.py)",
     ),
     (
         "spark-x2.5",
@@ -113,7 +116,7 @@ TEXT_WITH_CALLS_AS_REASONING = {
 
 #: Templates with a tool parser whose official format renders no assistant tool calls (chatfmt
 #: refuses them), so there is no rendered turn to parse back; their parsers are tested on model
-#: output in tests/test_parsing_families.py.
+#: output in tests/parse/test_family_parser_edge_cases.py.
 PARSE_ONLY_TOOLS = {
     "smollm3": "the official template drops assistant tool calls; chatfmt refuses to render them",
 }
@@ -133,7 +136,7 @@ FIRST_CALL_ONLY = {
 
 #: Templates with a tool parser whose official Jinja (rendered as is) writes only an assistant
 #: message's content and silently drops its tool calls: there is no rendered call to parse back
-#: (their parser is tested on model output in tests/test_pythonic.py).
+#: (their parser is tested on model output in tests/parse/test_pythonic.py).
 TOOLS_DROPPED_BY_TEMPLATE = {
     "lfm2": "LFM2-8B-A1B.jinja renders an assistant message's content only",
     "lfm2.5": "LFM2.5-Instruct.jinja renders an assistant message's content only",
@@ -337,7 +340,7 @@ def test_every_template_is_covered() -> None:
         text = chatfmt.render([{"role": "user", "content": "q"}, turn], name, tools=TOOLS)
         assert '"f"' not in text and "f(" not in text, name
     for name in PARSE_ONLY_TOOLS:  # each really renders no tool calls
-        with pytest.raises(chatfmt.ChatFmtError):
+        with pytest.raises(chatfmt.UnsupportedFeatureError, match="no tool-call format") as err:
             chatfmt.render(
                 [
                     {"role": "user", "content": "q"},
@@ -346,6 +349,7 @@ def test_every_template_is_covered() -> None:
                 name,
                 add_generation_prompt=False,
             )
+        assert (err.value.index, err.value.field) == (1, "tool_calls")
     assert {c.kind for c in CASES} == set(TURNS)
 
 

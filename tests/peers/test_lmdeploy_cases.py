@@ -30,17 +30,17 @@ from functools import cache
 from typing import Any
 
 import pytest
-from test_glm import _glm4_official_messages
 
 import chatfmt
+from _official import glm4_server_messages
 from chatfmt.errors import (
     ChatFmtError,
     TemplateNotFoundError,
     UnsupportedFeatureError,
     ValidationError,
 )
-from chatfmt.families.glm.templates import python_literal
-from chatfmt.families.internlm.templates import INTERNLM_META_INSTRUCTION
+from chatfmt.formats.glm import python_literal
+from chatfmt.formats.internlm import INTERNLM_META_INSTRUCTION
 from chatfmt.protocol import validate_conversation
 from chatfmt.template import Template
 
@@ -101,7 +101,7 @@ OUT_OF_SCOPE: dict[str, str] = {
     "deepseek-vl2": _VL,
     "gpt-oss": "LMDeploy's GptOss class is a simplified fallback (no channels: "
     "'<|start|>assistantHi there<|end|>'), not the model's Harmony format; chatfmt's gpt-oss "
-    "template is the official one (tests/test_gpt_oss.py), so these renders are not compared",
+    "template is the official one (tests/render/test_gpt_oss.py), so these renders are not compared",
     "intern-s1": _VL + " (Intern-S1 is multimodal)",
     "interns1": _VL + " (Intern-S1 is multimodal)",
     "internlm-xcomposer2": _VL,
@@ -154,7 +154,7 @@ CALL_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 #: chatfmt options reproducing LMDeploy's one-line tools dump in InternLM2's plugin system turn
-#: (the seed's default layout is indented; see tests/test_internlm.py).
+#: (the seed's default layout is indented; see tests/render/test_internlm.py).
 #: For ChatGLM3, the layout its own demo code writes (json.dumps(tools, indent=4)).
 TOOLS_OPTIONS: dict[str, dict[str, Any]] = {
     "internlm2": {"tools_json": "compact", "plugin_prompt": "{prompt}"},
@@ -354,7 +354,7 @@ R = {
     "the InternLM2 seed format writes 'environment name=<|plugin|>' (chatfmt follows the seed).",
     "unanswered_results": "LMDeploy renders tool/environment messages that answer no tool call; "
     "chatfmt requires a tool result to follow an assistant tool call (ValidationError naming "
-    "the message). The structured form of this case is checked in tests/test_internlm.py.",
+    "the message). The structured form of this case is checked in tests/render/test_internlm.py.",
     "deepseek_system": "LMDeploy's deepseek writes '\\n\\n' before the first user turn even "
     "without a system message and omits BOS; the official DeepSeek-V2 template writes BOS and "
     "no separator without a system message.",
@@ -887,7 +887,7 @@ def _chatglm3_message_form(
 def _glm4_message_form(
     messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
 ) -> tuple[list[dict[str, Any]], None]:
-    return _glm4_official_messages({"messages": messages, "tools": tools}), None
+    return glm4_server_messages({"messages": messages, "tools": tools}), None
 
 
 #: Templates whose official Jinja takes tools in the message form the model's own code
@@ -1156,8 +1156,9 @@ def test_out_of_scope_templates_are_absent(lm: str) -> None:
     if lm in OUT_OF_SCOPE_RESOLVES:
         assert chatfmt.get_template(lm).name == OUT_OF_SCOPE_RESOLVES[lm]
     else:
-        with pytest.raises(TemplateNotFoundError):
+        with pytest.raises(TemplateNotFoundError) as err:
             chatfmt.get_template(lm)
+        assert err.value.query == lm
 
 
 #: LMDeploy names chatfmt does not accept as a template name (the mapping above applies).
@@ -1168,8 +1169,9 @@ def test_mapped_templates_exist() -> None:
     for lm, name in TEMPLATE_MAP.items():
         assert chatfmt.get_template(name).name == name, lm
         if lm in NOT_ALIASED:
-            with pytest.raises(TemplateNotFoundError):
+            with pytest.raises(TemplateNotFoundError) as err:
                 chatfmt.get_template(lm)
+            assert err.value.query == lm
         else:
             assert chatfmt.get_template(lm).name == name, lm
     assert chatfmt.get_template(COMPLETION).generation_config.capability == "completion"
@@ -1213,8 +1215,9 @@ def test_match_cases(model_path: str) -> None:
         assert chatfmt.get_template(model_path).name == MATCH_TEXT_FORMAT[answer]
         return
     if answer in OUT_OF_SCOPE or answer in MATCH_DIFFERENCES:
-        with pytest.raises(TemplateNotFoundError):
+        with pytest.raises(TemplateNotFoundError) as err:
             chatfmt.get_template(model_path)
+        assert err.value.query == model_path
         return
     assert chatfmt.get_template(model_path).name == TEMPLATE_MAP[answer]
 

@@ -22,6 +22,9 @@ from chatfmt.jinja import RecognizedTemplate
 
 from _support import require_shared
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 transformers = pytest.importorskip("transformers")
 logging.getLogger("transformers").setLevel(logging.ERROR)
 

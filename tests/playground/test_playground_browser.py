@@ -25,6 +25,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 import chatfmt  # noqa: E402
+from _datasets import QWEN, write_dataset  # noqa: E402
 from _fake_server import gateway  # noqa: E402
 from chatfmt.gateway import create_app  # noqa: E402
 from chatfmt.gateway.playground import Playground  # noqa: E402
@@ -162,7 +163,6 @@ def test_jinja_file_and_parse(site: str, browser: Any) -> None:
 def test_tokenize_report_opens_with_histogram_and_coloured_samples(
     browser: Any, tmp_path: Path
 ) -> None:
-    from test_tokenize_report import QWEN, write_dataset
 
     from chatfmt.data_pipeline import tokenize_dataset
     from chatfmt.data_pipeline.report import write_report

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,14 +13,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import assert_conv_matches_official, official_today
+from _segments import assert_follow_up_continues
 from chatfmt.errors import (
-    ChatFmtError,
     RoleOrderError,
     UnsupportedFeatureError,
     ValidationError,
 )
-from chatfmt.families.cohere.templates import jinja_indent
-from chatfmt.segments import Kind, join
+from chatfmt.formats.cohere import jinja_indent
+from chatfmt.segments import Kind, Segment
 
 from _support import ROOT, TOOLS, conversations, official_render, official_source
 
@@ -38,16 +40,16 @@ DOCS = [
 
 
 @pytest.fixture(autouse=True)
-def fixed_today(monkeypatch: pytest.MonkeyPatch) -> None:
+def fixed_today() -> Iterator[None]:
     """Pin transformers' ``strftime_now`` to TODAY (chatfmt gets ``now=TODAY``)."""
-    from transformers.utils import chat_template_utils
+    with official_today(TODAY):
+        yield
 
-    class _Fixed(dt.datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> _Fixed:
-            return cls(TODAY.year, TODAY.month, TODAY.day, 12)
 
-    monkeypatch.setattr(chat_template_utils, "datetime", _Fixed)
+def _content_is_the_owners(s: Segment, msgs: list[dict[str, Any]]) -> None:
+    owner = msgs[s.message] if s.message is not None else {}
+    if s.kind is Kind.CONTENT and owner.get("content") and not owner.get("tool_calls"):
+        assert s.text in owner["content"]
 
 
 def check(
@@ -61,29 +63,18 @@ def check(
     **options: Any,
 ) -> None:
     """Byte-identical to the official template, or a chatfmt error where it raises."""
-    tpl = chatfmt.get_template(name)
-    msgs, tools = conv["messages"], conv["tools"]
-    kwargs = dict(tools=tools, add_generation_prompt=agp, now=TODAY, **options)
-    try:
-        expected = official_render(
-            source, msgs, tools=tools, add_generation_prompt=agp, **(tokens or {}), **options
-        )
-    except Exception:
-        if exempt is not None and exempt(msgs):
-            tpl.render(msgs, **kwargs)  # chatfmt renders a documented extension
-            return
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, **kwargs)
-        return
-    assert tpl.render(msgs, **kwargs) == expected
-    segs = tpl.segments(msgs, **kwargs)
-    assert join(segs) == expected
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-        owner = msgs[s.message] if s.message is not None else {}
-        if s.kind is Kind.CONTENT and owner.get("content") and not owner.get("tool_calls"):
-            assert s.text in owner["content"]
+    assert_conv_matches_official(
+        name,
+        source,
+        conv,
+        agp,
+        options=options,
+        official_vars=tokens,
+        chatfmt_vars={"now": TODAY},
+        extension=exempt is not None and exempt(conv["messages"]),
+        segments=True,
+        each_segment=_content_is_the_owners,
+    )
 
 
 def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
@@ -95,11 +86,7 @@ def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
     )
     if last is None or last == len(msgs) - 1:
         return
-    kwargs = dict(tools=conv["tools"], now=TODAY, **options)
-    segs = tpl.segments(msgs, **kwargs)
-    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: end + 1]) + tail == join(segs)
+    assert assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], now=TODAY, **options)
 
 
 # ------------------------------------------------------------------ Command-R
@@ -325,3 +312,22 @@ def test_granite_examples() -> None:
         assert tpl.supports_tools and tpl.tool_parser in ("granite", "command_r")
         for f in tpl.official_templates:
             assert (DATA / f).is_file()
+
+
+# ------------------------------------------------------------------ README Command-R example
+def test_command_r_readme_example() -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_current_weather",
+            "description": "Get the current weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"location": {"type": "string", "description": "City name"}},
+                "required": ["location"],
+            },
+        },
+    }
+    cr = chatfmt.get_template("CohereForAI/c4ai-command-r-plus")
+    prompt = cr.render([{"role": "user", "content": "Weather in Paris?"}], tools=[tool])
+    assert "get_current_weather" in prompt and "City name" in prompt

@@ -12,16 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import assert_conv_matches_official
+from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
 from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import parse
-from chatfmt.segments import Kind, join
+from chatfmt.segments import Kind, Segment
 
 from _support import (
     ROOT,
     TOOLS,
     conversations,
-    official_render,
     official_source,
     require_shared,
     texts,
@@ -76,41 +77,30 @@ def dropped(msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
     return lost
 
 
+def _content_is_the_owners(s: Segment, msgs: list[dict[str, Any]]) -> None:
+    if s.kind is not Kind.CONTENT or s.message is None:
+        return
+    owner = msgs[s.message]
+    if owner["role"] == "tool":
+        assert json.loads(s.text) == owner["content"]
+    elif owner.get("content") and not owner.get("tool_calls"):
+        assert s.text in owner["content"]
+
+
 def check(name: str, source: str, conv: dict[str, Any], agp: bool, **options: Any) -> str | None:
     """chatfmt == official (or both reject: chatfmt with a ChatFmtError; or chatfmt refuses,
     naming message and field, what the official template drops silently). Returns the render."""
-    tpl = chatfmt.get_template(name)
-    msgs, tools = conv["messages"], conv["tools"]
-    before = copy.deepcopy(msgs)
-    try:
-        expected = official_render(
-            source, msgs, tools=tools, add_generation_prompt=agp, **TOKENS, **options
-        )
-    except Exception:
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    lost = dropped(msgs)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        assert (err.value.index, err.value.field) in lost
-        return None
-    segs = tpl.segments(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert join(segs) == expected
-    assert tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options) == expected
-    assert msgs == before
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-        if s.kind is not Kind.CONTENT or s.message is None:
-            continue
-        owner = msgs[s.message]
-        if owner["role"] == "tool":
-            assert json.loads(s.text) == owner["content"]
-        elif owner.get("content") and not owner.get("tool_calls"):
-            assert s.text in owner["content"]
-    return expected
+    return assert_conv_matches_official(
+        name,
+        source,
+        conv,
+        agp,
+        options=options,
+        official_vars=TOKENS,
+        dropped=dropped(conv["messages"]),
+        segments=True,
+        each_segment=_content_is_the_owners,
+    )
 
 
 def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
@@ -123,14 +113,11 @@ def check_follow_up(name: str, conv: dict[str, Any], **options: Any) -> None:
     )
     if last is None or last == len(msgs) - 1 or any(m["role"] == "tool" for m in msgs[last:]):
         return  # results after the cut would need the earlier calls to be numbered
-    kwargs = dict(tools=conv["tools"], **options)
     try:
-        segs = tpl.segments(msgs, **kwargs)
+        tpl.segments(msgs, tools=conv["tools"], **options)
     except ChatFmtError:
         return
-    end = max(i for i, s in enumerate(segs) if s.message == last and s.trained)
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: end + 1]) + tail == join(segs)
+    assert assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], **options)
 
 
 tool_options = st.fixed_dictionaries(
@@ -293,14 +280,15 @@ def test_errors_name_the_message() -> None:
     with pytest.raises(UnsupportedFeatureError) as exc:
         tpl.render(msgs, tools=TOOLS)
     assert exc.value.index == 1
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="no code-interpreter tool") as exc:
         tpl.render("q", tools=[{"type": "code_interpreter"}])
+    assert (exc.value.index, exc.value.field) == (None, "tools[0].type")
     no_params = {"type": "function", "function": {"name": "f", "description": "d"}}
     with pytest.raises(ValidationError, match="parameters"):
         tpl.render("q", tools=[no_params])
     with pytest.raises(ValidationError, match="documents"):
         tpl.render("q", documents=["plain string"])
-    with pytest.raises(chatfmt.errors.TemplateError):
+    with pytest.raises(chatfmt.errors.TemplateError, match=r"has no option.s. reasoning_effort"):
         tpl.render("q", reasoning_effort="high")
 
 

@@ -12,8 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, UnsupportedFeatureError, ValidationError
-from chatfmt.segments import Kind, join
+from _official import assert_matches_official
+from _segments import assert_follow_up_continues, assert_segments_consistent
+from chatfmt.errors import UnsupportedFeatureError, ValidationError
+from chatfmt.segments import Kind
 
 from _support import SHARED, TOOLS, conversations, official_render, official_source, texts
 
@@ -131,23 +133,17 @@ def check_same(
 ) -> str | None:
     """chatfmt == official (of the normalized conversation); a chatfmt error where it raises
     or where it would drop data silently."""
-    tpl = chatfmt.get_template(name)
-    lost = dropped(name, messages)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(messages, tools=tools, add_generation_prompt=agp, **options)
-        assert (err.value.index, err.value.field) in lost
-        return "dropped"
-    try:
-        expected = oracle(
-            name, normalized(name, messages), tools=tools, add_generation_prompt=agp, **options
-        )
-    except Exception as exc:
-        with pytest.raises(ChatFmtError):
-            tpl.render(messages, tools=tools, add_generation_prompt=agp, **options)
-        return f"raised: {exc}"
-    assert tpl.render(messages, tools=tools, add_generation_prompt=agp, **options) == expected
-    return None
+    return assert_matches_official(
+        name,
+        data_source(CASES[name][0]),
+        messages,
+        tools=tools,
+        add_generation_prompt=agp,
+        options=options,
+        official_messages=normalized(name, messages),
+        dropped=dropped(name, messages),
+        oracle=lambda _source, msgs, **kw: oracle(name, msgs, **kw),
+    )
 
 
 def test_shipped_files_are_the_official_ones() -> None:
@@ -431,19 +427,15 @@ ALL = list(CASES)
 def test_segments_invariants(name: str, conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template(name)
     msgs = conv["messages"]
-    if dropped(name, msgs):
-        with pytest.raises(UnsupportedFeatureError):
+    lost = dropped(name, msgs)
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
             tpl.segments(msgs, add_generation_prompt=agp)
+        assert (err.value.index, err.value.field) in lost
         return
-    segs = tpl.segments(msgs, add_generation_prompt=agp)
-    assert join(segs) == tpl.render(msgs, add_generation_prompt=agp)
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-    for i, m in enumerate(msgs):
-        if m["role"] in ("user", "system") and m["content"]:
-            body = "".join(s.text for s in segs if s.message == i and s.kind is Kind.CONTENT)
-            assert m["content"] in body
+    assert_segments_consistent(
+        tpl, msgs, content_roles=("user", "system"), add_generation_prompt=agp
+    )
 
 
 @pytest.mark.parametrize("name", TOOL_TEMPLATES)
@@ -475,7 +467,4 @@ def test_sequence_start_false_continues_the_full_render(
     tpl = chatfmt.get_template(name)
     msgs = history["messages"]
     new_msgs = [{"role": "user", "content": new}]
-    full = tpl.segments(msgs + new_msgs)
-    last = len(msgs) - 1
-    end = max(k for k, s in enumerate(full) if s.message == last and s.trained)
-    assert join(full[: end + 1]) + tpl.render(new_msgs, sequence_start=False) == join(full)
+    assert assert_follow_up_continues(tpl, msgs + new_msgs, len(msgs) - 1)

@@ -17,9 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import glm4_server_messages, null_content_as_absent
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.families.glm.templates import python_literal
-from chatfmt.protocol import validate_conversation
+from chatfmt.formats.glm import python_literal
 from chatfmt.segments import Kind, join
 
 from _support import TOOLS, WEATHER_TOOL, conversations, official_render, official_source, texts
@@ -41,12 +41,6 @@ LMDEPLOY_DEVIATIONS = {
     "chatglm3_stop_words": "LMDeploy lists '<eos>' (not a ChatGLM3 token); ChatGLM3 stops on <|user|>, "
     "<|observation|> and </s> (its generation_config eos ids).",
 }
-
-
-def _absent_nulls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """For the oracle: chatfmt renders a null content like an absent key (the official
-    templates print the string 'None' for null, nothing for a missing key)."""
-    return [{k: v for k, v in m.items() if not (k == "content" and v is None)} for m in messages]
 
 
 def _lmdeploy(shared_dir: Path) -> dict[str, Any]:
@@ -212,10 +206,12 @@ def test_chatglm3_bad_arguments() -> None:
     with pytest.raises(UnsupportedFeatureError) as err:
         chatfmt.render(call({"not-ident": 1}), "chatglm3")
     assert err.value.index == 1
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="'class' is not a Python identifier") as err:
         chatfmt.render(call({"class": 1}), "chatglm3")
-    with pytest.raises(ValidationError):
+    assert (err.value.index, err.value.field) == (1, "tool_calls")
+    with pytest.raises(ValidationError, match="arguments must be a JSON object") as err:
         chatfmt.render(call("[1, 2]"), "chatglm3")
+    assert (err.value.index, err.value.field) == (1, "tool_calls")
 
 
 def test_python_literal() -> None:
@@ -235,29 +231,11 @@ def test_chatglm3_tools_json_options() -> None:
 
 
 # --------------------------------------------------------------------------- GLM-4
-def _glm4_official_messages(conv: dict[str, Any]) -> list[dict[str, Any]]:
-    """The message form GLM-4's API server builds for its chat template (tools on the first message)."""
-    out: list[dict[str, Any]] = []
-    for m in validate_conversation(conv["messages"], conv["tools"]).messages:
-        if m.role == "assistant":
-            if m.text:
-                out.append({"role": "assistant", "content": m.text})
-            for c in m.tool_calls:
-                out.append({"role": "assistant", "metadata": c.name, "content": c.arguments_json})
-        elif m.role == "tool":
-            out.append({"role": "observation", "content": m.content})
-        else:
-            out.append({"role": m.role, "content": m.content})
-    if conv["tools"]:
-        out[0]["tools"] = conv["tools"]
-    return out
-
-
 @given(conv=conversations(tools=True, end_with="any", max_turns=3), gp=st.booleans())
 def test_glm4_matches_official(conv: dict[str, Any], gp: bool) -> None:
     ours = chatfmt.render(conv["messages"], "glm4", tools=conv["tools"], add_generation_prompt=gp)
     official = official_render(
-        official_source(GLM4), _glm4_official_messages(conv), add_generation_prompt=gp
+        official_source(GLM4), glm4_server_messages(conv), add_generation_prompt=gp
     )
     assert ours == official
 
@@ -319,7 +297,7 @@ def test_glm45_matches_official(
     ours = chatfmt.render(conv["messages"], "glm4.5", tools=tools, add_generation_prompt=gp, **kw)
     official = official_render(
         official_source(GLM46),
-        _absent_nulls(conv["messages"]),
+        null_content_as_absent(conv["messages"]),
         tools=tools,
         add_generation_prompt=gp,
         **kw,
@@ -497,8 +475,10 @@ def test_null_content_renders_like_absent_content() -> None:
         out = chatfmt.render(msgs, name, tools=TOOLS)
         assert "None" not in out
         if src:
-            assert out == official_render(official_source(src), _absent_nulls(msgs), tools=TOOLS)
+            assert out == official_render(
+                official_source(src), null_content_as_absent(msgs), tools=TOOLS
+            )
     plain = [{"role": "user", "content": None}]
     assert chatfmt.render(plain, "chatglm3") == official_render(
-        official_source(CHATGLM3), _absent_nulls(plain)
+        official_source(CHATGLM3), null_content_as_absent(plain)
     )

@@ -3,7 +3,6 @@ tool calls with typed arguments, segments, and parsing round trips (glm45 + thin
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -12,12 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import assert_conv_matches_official, null_content_as_absent
+from _segments import assert_follow_up_continues
 from _streaming import assert_stream_equals_whole
-from chatfmt.errors import ChatFmtError, UnsupportedFeatureError, ValidationError
+from chatfmt.errors import UnsupportedFeatureError, ValidationError
 from chatfmt.parsing import parse
-from chatfmt.segments import Kind, join
+from chatfmt.segments import Kind, Segment
 
-from _support import ROOT, TOOLS, conversations, official_render, official_source, texts
+from _support import ROOT, TOOLS, conversations, official_source, texts
 
 FILE = "GLM-4.7-Flash.jinja"
 SOURCE = official_source(FILE)
@@ -38,37 +39,25 @@ json_values = st.recursive(
 )
 
 
-def absent_nulls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``content: null`` as a missing key: chatfmt renders both like the template renders a
-    missing key (the template prints the string 'None' for an explicit null)."""
-    return [{k: v for k, v in m.items() if not (k == "content" and v is None)} for m in messages]
+def _content_is_the_owners(s: Segment, msgs: list[dict[str, Any]]) -> None:
+    if s.kind is Kind.CONTENT and s.message is not None:
+        owner = msgs[s.message]
+        if owner["role"] != "assistant" and owner.get("content"):
+            assert s.text in owner["content"]
 
 
 def check(conv: dict[str, Any], agp: bool, **opts: Any) -> str | None:
     """chatfmt == official (or both reject: chatfmt with a ChatFmtError). Returns the render."""
-    tpl = chatfmt.get_template("glm4.7")
-    msgs, tools = conv["messages"], conv["tools"]
-    before = copy.deepcopy(msgs)
-    try:
-        expected = official_render(
-            SOURCE, absent_nulls(msgs), tools=tools, add_generation_prompt=agp, **opts
-        )
-    except Exception:
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **opts)
-        return None
-    segs = tpl.segments(msgs, tools=tools, add_generation_prompt=agp, **opts)
-    assert join(segs) == expected
-    assert tpl.render(msgs, tools=tools, add_generation_prompt=agp, **opts) == expected
-    assert msgs == before
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-        if s.kind is Kind.CONTENT and s.message is not None:
-            owner = msgs[s.message]
-            if owner["role"] != "assistant" and owner.get("content"):
-                assert s.text in owner["content"]
-    return expected
+    return assert_conv_matches_official(
+        "glm4.7",
+        SOURCE,
+        conv,
+        agp,
+        options=opts,
+        official_messages=null_content_as_absent(conv["messages"]),
+        segments=True,
+        each_segment=_content_is_the_owners,
+    )
 
 
 def check_follow_up(conv: dict[str, Any], **opts: Any) -> None:
@@ -77,13 +66,8 @@ def check_follow_up(conv: dict[str, Any], **opts: Any) -> None:
     last = max((i for i, m in enumerate(msgs) if m["role"] == "assistant"), default=None)
     if last is None or last == len(msgs) - 1:
         return
-    kwargs = dict(tools=conv["tools"], **opts)
-    segs = tpl.segments(msgs, **kwargs)
-    ends = [i for i, s in enumerate(segs) if s.message == last and s.trained]
-    if not ends:
-        return  # an empty reply followed by a system turn: nothing the model generated
-    tail = tpl.render(msgs[last + 1 :], sequence_start=False, **kwargs)
-    assert join(segs[: ends[-1] + 1]) + tail == join(segs)
+    # (nothing is checked after an empty reply followed by a system turn: nothing trained)
+    assert_follow_up_continues(tpl, msgs, last, tools=conv["tools"], **opts)
 
 
 # ------------------------------------------------------------------ differential tests
@@ -182,7 +166,7 @@ def test_errors_name_the_message() -> None:
     with pytest.raises(UnsupportedFeatureError) as exc:
         tpl.render([msgs[0], {"role": "assistant", "tool_calls": [code]}])
     assert exc.value.index == 1
-    with pytest.raises(chatfmt.errors.TemplateError):
+    with pytest.raises(chatfmt.errors.TemplateError, match=r"has no option.s. reasoning_effort"):
         tpl.render("q", reasoning_effort="high")
 
 

@@ -18,8 +18,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, UnsupportedFeatureError, ValidationError
-from chatfmt.families.gpt_oss.templates import GPT_OSS
+from _official import assert_matches_official, official_today
+from chatfmt.errors import UnsupportedFeatureError, ValidationError
+from chatfmt.formats.gpt_oss import GPT_OSS
 from chatfmt.segments import Kind, join
 
 from _support import TEMPLATES, TOOLS, official_render, official_source, texts
@@ -40,6 +41,10 @@ def _for_official(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: The date both renderers see (the official template prints today's date).
+DAY = dt.date(2025, 8, 5)
+
+
 def assert_same(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
@@ -47,26 +52,17 @@ def assert_same(
     **options: Any,
 ) -> str | None:
     """chatfmt == official, or both reject the input. Returns the render."""
-    day = dt.date.today()  # the official template prints today's date
-    try:
-        want = official_render(
+    with official_today(DAY):
+        return assert_matches_official(
+            "gpt-oss",
             official_source(FILE),
-            _for_official(messages),
+            messages,
             tools=tools,
             add_generation_prompt=agp,
-            **options,
+            options=options,
+            official_messages=_for_official(messages),
+            chatfmt_vars={"now": DAY},
         )
-    except Exception:
-        with pytest.raises(ChatFmtError):
-            chatfmt.render(messages, "gpt-oss", tools=tools, add_generation_prompt=agp, **options)
-        return None
-    got = chatfmt.render(
-        messages, "gpt-oss", tools=tools, add_generation_prompt=agp, now=day, **options
-    )
-    if got != want and dt.date.today() != day:  # midnight passed: render both again
-        return assert_same(messages, tools, agp, **options)
-    assert got == want
-    return got
 
 
 def _call(name: str, args: dict[str, Any], k: int) -> dict[str, Any]:

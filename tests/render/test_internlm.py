@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import TemplateError, UnsupportedFeatureError, ValidationError
-from chatfmt.families.internlm.templates import (
+from chatfmt.formats.internlm import (
     INTERNLM_META_INSTRUCTION,
     LAGENT_INTERPRETER_CN,
     LAGENT_PLUGIN_CN,
@@ -237,18 +237,18 @@ def test_internlm2_lagent_prompts_as_options() -> None:
 
 
 def test_internlm2_bad_options() -> None:
-    with pytest.raises(TemplateError):
+    with pytest.raises(TemplateError, match=r"plugin_prompt must contain the field \{prompt\}"):
         chatfmt.render(
             [{"role": "user", "content": "q"}],
             "internlm2",
             tools=[WEATHER_TOOL],
             plugin_prompt="no field",
         )
-    with pytest.raises(TemplateError):
+    with pytest.raises(TemplateError, match=r"tools_json must be .* got 'yaml'"):
         chatfmt.render(
             [{"role": "user", "content": "q"}], "internlm2", tools=[WEATHER_TOOL], tools_json="yaml"
         )
-    with pytest.raises(TemplateError):
+    with pytest.raises(TemplateError, match=r"'internlm2' has no option.s. enable_thinking"):
         chatfmt.render([{"role": "user", "content": "q"}], "internlm2", enable_thinking=True)
 
 
@@ -319,8 +319,9 @@ def test_internlm3_uses_internlm2_format() -> None:
 
 
 def test_internlm_v1_rejects_tools() -> None:
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="has no tool format") as no_tools:
         chatfmt.render([{"role": "user", "content": "q"}], "internlm-chat-7b", tools=[WEATHER_TOOL])
+    assert (no_tools.value.index, no_tools.value.field) == (None, "tools")
     msgs = [
         {"role": "user", "content": "q"},
         {
@@ -352,10 +353,10 @@ def test_lmdeploy_internlm_v1_matrix(shared_dir: Path) -> None:
         chatfmt.render(prompt, "internlm", sequence_start=False) == renders["get_prompt_later_turn"]
     )
     tools = inputs["tools_conversation"]
-    with pytest.raises(
-        (UnsupportedFeatureError, ValidationError)
-    ):  # LMDEPLOY_DEVIATIONS["v1_tools"]
+    # LMDEPLOY_DEVIATIONS["v1_tools"]
+    with pytest.raises(UnsupportedFeatureError, match="has no tool format") as err:
         chatfmt.render(tools["messages"], "internlm", tools=_wrap(tools["tools"]))
+    assert (err.value.index, err.value.field) == (None, "tools")
 
 
 def test_lmdeploy_internlm_completion_cases(shared_dir: Path) -> None:

@@ -26,6 +26,9 @@ from chatfmt.errors import UnsupportedFeatureError
 from chatfmt.jinja import JinjaTemplate
 from chatfmt.registry import REGISTRY
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 _TOOLS = [
     {
         "type": "function",

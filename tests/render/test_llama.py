@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.families.llama.templates import strftime_d_b_y
-from chatfmt.segments import Kind, join
+from _official import assert_matches_official, official_today
+from _segments import assert_follow_up_continues, assert_segments_consistent
+from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from chatfmt.formats.llama import strftime_d_b_y
+from chatfmt.segments import Kind
 
 from _support import TOOLS, conversations, official_render, texts
 
@@ -69,41 +68,21 @@ def check_same(
     now: dt.date | None = None,
     **options: Any,
 ) -> str | None:
-    """Render with chatfmt and the official template; equal output, or both raise, or chatfmt
-    refuses (naming message and field) what the official template would drop silently."""
-    tpl = chatfmt.get_template(name)
-    try:
-        expected = official_render(
-            _data_source(filename),
-            messages,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            **(template_vars or {}),
-            **options,
-        )
-    except Exception as exc:  # the official template rejected the conversation
-        with pytest.raises(ChatFmtError):
-            tpl.render(
-                messages,
-                tools=tools,
-                add_generation_prompt=add_generation_prompt,
-                now=now,
-                **options,
-            )
-        return f"raised: {exc}"
-    lost = dropped(name, messages, tools, options)
-    if lost:
-        with pytest.raises((UnsupportedFeatureError, RoleOrderError)) as err:
-            tpl.render(
-                messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
-            )
-        assert (err.value.index, err.value.field) in lost
-        return "dropped"
-    got = tpl.render(
-        messages, tools=tools, add_generation_prompt=add_generation_prompt, now=now, **options
+    """Render with chatfmt and the official template; equal output (returned), or both raise,
+    or chatfmt refuses (naming message and field) what the official template would drop
+    silently (None)."""
+    return assert_matches_official(
+        name,
+        _data_source(filename),
+        messages,
+        tools=tools,
+        add_generation_prompt=add_generation_prompt,
+        options=options,
+        official_vars=template_vars,
+        chatfmt_vars={"now": now},
+        dropped=dropped(name, messages, tools, options),
+        refusal=(UnsupportedFeatureError, RoleOrderError),
     )
-    assert got == expected
-    return None
 
 
 def test_official_files_are_shipped_unchanged() -> None:
@@ -332,7 +311,9 @@ def test_llama31_builtin_python_tag_and_eom() -> None:
         {"role": "ipython", "content": "sunny"},
     ]
     opts = {"builtin_tools": ["brave_search", "wolfram_alpha"]}
-    assert check_same("llama3.1", LLAMA31_FILES[0][1], msgs, template_vars=L3_VARS, **opts) is None
+    assert (
+        check_same("llama3.1", LLAMA31_FILES[0][1], msgs, template_vars=L3_VARS, **opts) is not None
+    )
     out = chatfmt.get_template("llama3.1").render(msgs, **opts)
     assert "Environment: ipython\nTools: brave_search, wolfram_alpha\n\n" in out
     assert '<|python_tag|>brave_search.call(query="Paris weather")<|eom_id|>' in out
@@ -409,20 +390,6 @@ def test_llama31_segments_mark_tool_call_trained() -> None:
 
 
 # ----------------------------------------------------------------------------- Llama 3.2
-@contextmanager
-def official_today(day: dt.date) -> Iterator[None]:
-    """Make the oracle's ``strftime_now`` see ``day`` (transformers calls ``datetime.now()``)."""
-    from transformers.utils import chat_template_utils
-
-    class _Fixed(dt.datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> _Fixed:  # type: ignore[override]
-            return cls(day.year, day.month, day.day, 12, 0)
-
-    with patch.object(chat_template_utils, "datetime", _Fixed):
-        yield
-
-
 @given(
     conv=conversations(tools=True, end_with="any", max_turns=3),
     agp=st.booleans(),
@@ -460,8 +427,9 @@ def test_llama32_date_is_strftime(day: dt.date) -> None:
 
 
 def test_llama32_has_no_builtin_tools() -> None:
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="has no built-in tools") as err:
         chatfmt.get_template("llama3.2").render("hi", builtin_tools=["brave_search"])
+    assert (err.value.index, err.value.field) == (None, "tools")
 
 
 # ----------------------------------------------------------------------------- shared properties
@@ -473,16 +441,7 @@ ALL = ["llama2", "llama2-seed", "llama3", "llama3.1", "llama3.2", "llama3.3"]
 def test_segments_invariants(name: str, conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template(name)
     msgs = conv["messages"]
-    segs = tpl.segments(msgs, add_generation_prompt=agp, now=FIXED_DAY)
-    assert join(segs) == tpl.render(msgs, add_generation_prompt=agp, now=FIXED_DAY)
-    for s in segs:
-        assert s.text
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-    for i, m in enumerate(msgs):
-        if m["role"] == "user" and m["content"].strip():
-            body = "".join(s.text for s in segs if s.message == i and s.kind is Kind.CONTENT)
-            assert m["content"].strip() in body
+    assert_segments_consistent(tpl, msgs, strip=True, add_generation_prompt=agp, now=FIXED_DAY)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -493,11 +452,7 @@ def test_sequence_start_false_continues_the_full_render(
     tpl = chatfmt.get_template(name)
     msgs = history["messages"]
     new_msgs = [{"role": "user", "content": new}]
-    full = tpl.segments(msgs + new_msgs, now=FIXED_DAY)
-    last = len(msgs) - 1
-    end = max(k for k, s in enumerate(full) if s.message == last and s.trained)
-    follow = tpl.render(new_msgs, sequence_start=False, now=FIXED_DAY)
-    assert join(full[: end + 1]) + follow == join(full)
+    assert assert_follow_up_continues(tpl, msgs + new_msgs, len(msgs) - 1, now=FIXED_DAY)
 
 
 def test_continue_final_message() -> None:

@@ -120,7 +120,7 @@ def test_baichuan2_and_vicuna_examples() -> None:
         "A chat between a curious user and an artificial intelligence assistant. The assistant gives helpful, "
         "detailed, and polite answers to the user's questions. USER: Hi ASSISTANT: Yo</s>"
     )
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="'vicuna' has no tool-call format") as err:
         v.render(
             [
                 {"role": "user", "content": "x"},
@@ -133,3 +133,4 @@ def test_baichuan2_and_vicuna_examples() -> None:
                 },
             ]
         )
+    assert (err.value.index, err.value.field) == (1, "tool_calls")

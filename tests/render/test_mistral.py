@@ -6,21 +6,20 @@ import copy
 import datetime as dt
 import json
 import string
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib.resources import files
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.segments import Kind, join
+from _official import assert_matches_official, official_today
+from _segments import assert_follow_up_continues, assert_segments_consistent
+from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from chatfmt.segments import Kind
 
-from _support import SHARED, TOOLS, conversations, official_render, official_source, texts
+from _support import SHARED, TOOLS, conversations, official_source, texts
 
 pytestmark = pytest.mark.usefixtures("shared_dir")
 
@@ -38,20 +37,6 @@ TOOL_TEMPLATES = ["mistral-v3", "mistral-v3-tekken", "mistral-v7", "devstral"]
 
 def data_source(filename: str) -> str:
     return (files("chatfmt") / "data" / "templates" / filename).read_text(encoding="utf-8")
-
-
-@contextmanager
-def official_today(day: dt.date) -> Iterator[None]:
-    """Make the oracle's ``strftime_now`` see ``day`` (transformers calls ``datetime.now()``)."""
-    from transformers.utils import chat_template_utils
-
-    class _Fixed(dt.datetime):
-        @classmethod
-        def now(cls, tz: Any = None) -> _Fixed:  # type: ignore[override]
-            return cls(day.year, day.month, day.day, 12, 0)
-
-    with patch.object(chat_template_utils, "datetime", _Fixed):
-        yield
 
 
 def dropped(name: str, messages: list[dict[str, Any]], tools: Any) -> set[tuple[int | None, str]]:
@@ -79,24 +64,17 @@ def check_same(
 ) -> str | None:
     """Equal to the official render, or both raise, or chatfmt refuses (naming message and
     field) what the official template would drop silently."""
-    tpl = chatfmt.get_template(name)
-    try:
-        with official_today(DAY):
-            expected = official_render(
-                data_source(FILES[name]), messages, tools=tools, add_generation_prompt=agp, **VARS
-            )
-    except Exception as exc:
-        with pytest.raises(ChatFmtError):
-            tpl.render(messages, tools=tools, add_generation_prompt=agp, now=DAY)
-        return f"raised: {exc}"
-    lost = dropped(name, messages, tools)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(messages, tools=tools, add_generation_prompt=agp, now=DAY)
-        assert (err.value.index, err.value.field) in lost
-        return "dropped"
-    assert tpl.render(messages, tools=tools, add_generation_prompt=agp, now=DAY) == expected
-    return None
+    with official_today(DAY):
+        return assert_matches_official(
+            name,
+            data_source(FILES[name]),
+            messages,
+            tools=tools,
+            add_generation_prompt=agp,
+            official_vars=VARS,
+            chatfmt_vars={"now": DAY},
+            dropped=dropped(name, messages, tools),
+        )
 
 
 def test_shipped_files_are_the_official_ones() -> None:
@@ -252,10 +230,12 @@ def test_other_errors() -> None:
             [{"role": "user", "content": "a"}, {"role": "system", "content": "late"}]
         )
     assert err.value.index == 1
-    with pytest.raises(UnsupportedFeatureError):
+    with pytest.raises(UnsupportedFeatureError, match="has no tool-call format") as err:
         chatfmt.get_template("mistral-v1").render(TOOL_CHAT)
-    with pytest.raises(UnsupportedFeatureError):
+    assert (err.value.index, err.value.field) == (2, "tool_calls")
+    with pytest.raises(UnsupportedFeatureError, match="has no code-interpreter tool") as err:
         chatfmt.get_template("mistral-v3").render("hi", tools=[{"type": "code_interpreter"}])
+    assert (err.value.index, err.value.field) == (None, "tools")
 
 
 def test_lookup_and_config() -> None:
@@ -279,19 +259,13 @@ ALL = list(FILES)
 def test_segments_invariants(name: str, conv: dict[str, Any]) -> None:
     tpl = chatfmt.get_template(name)
     msgs = conv["messages"]
-    if dropped(name, msgs, None):
-        with pytest.raises(UnsupportedFeatureError):
+    lost = dropped(name, msgs, None)
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
             tpl.segments(msgs, now=DAY)
+        assert (err.value.index, err.value.field) in lost
         return
-    segs = tpl.segments(msgs, now=DAY)
-    assert join(segs) == tpl.render(msgs, now=DAY)
-    for s in segs:
-        if s.trained:
-            assert s.message is not None and msgs[s.message]["role"] == "assistant"
-    for i, m in enumerate(msgs):
-        if m["role"] == "user" and m["content"]:
-            body = "".join(s.text for s in segs if s.message == i and s.kind is Kind.CONTENT)
-            assert m["content"] in body
+    assert_segments_consistent(tpl, msgs, now=DAY)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -302,10 +276,7 @@ def test_sequence_start_false_continues_the_full_render(
     tpl = chatfmt.get_template(name)
     msgs = history["messages"]
     new_msgs = [{"role": "user", "content": new}]
-    full = tpl.segments(msgs + new_msgs, now=DAY)
-    last = len(msgs) - 1
-    end = max(k for k, s in enumerate(full) if s.message == last and s.trained)
-    assert join(full[: end + 1]) + tpl.render(new_msgs, sequence_start=False, now=DAY) == join(full)
+    assert assert_follow_up_continues(tpl, msgs + new_msgs, len(msgs) - 1, now=DAY)
 
 
 # ----------------------------------------------------------------------------- mistral-common cross-check

@@ -29,6 +29,9 @@ from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
 from chatfmt.jinja import TemplateRejected
 from chatfmt.jinja.packaged import PackagedTemplate
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 #: Every registered template: native ones refuse by their own rules; packaged official Jinja
 #: templates render the official output and refuse what it leaves out (``packaged.dropped``).
 TEMPLATES = [t.name for t in chatfmt.list_templates()]

@@ -11,7 +11,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt import ChatFmtError, Kind, Template, UnsupportedFeatureError, ValidationError
+from _official import (
+    assert_conv_matches_official,
+    null_call_content_as_empty,
+    ollama_source,
+)
+from chatfmt import Kind, Template, UnsupportedFeatureError, ValidationError
+from chatfmt.errors import TemplateError
 from chatfmt.segments import join
 
 from _support import (
@@ -29,11 +35,6 @@ QWQ_FILE = "Qwen-QwQ-32B.jinja"
 PKG_TEMPLATES = Path(chatfmt.__file__).parent / "data" / "templates"
 
 
-def _ollama_source(model: str) -> str:
-    data = json.loads((SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text())
-    return next(e["gguf"] for e in data["entries"] if e["model"] == model)
-
-
 def assert_same(
     tpl: Template,
     source: str,
@@ -43,37 +44,16 @@ def assert_same(
     **options: Any,
 ) -> str | None:
     """chatfmt == official template, or both reject the conversation. Returns the render."""
-    msgs, tools = conv["messages"], conv["tools"]
-    try:
-        expected = official_render(
-            source,
-            msgs,
-            tools=tools,
-            add_generation_prompt=agp,
-            **{**options, **(official_vars or {})},
-        )
-    except Exception:
-        if any(m.get("tool_calls") and m.get("content") is None for m in msgs):
-            # Documented workaround: null content of a tool-call message renders as "".
-            fixed = [
-                {**m, "content": ""} if m.get("tool_calls") and m.get("content") is None else m
-                for m in msgs
-            ]
-            return assert_same(
-                tpl, source, {"messages": fixed, "tools": tools}, agp, official_vars, **options
-            )
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    lost = dropped(tpl.name, msgs)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        assert (err.value.index, err.value.field) in lost
-        return None
-    got = tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert got == expected
-    return got
+    return assert_conv_matches_official(
+        tpl,
+        source,
+        conv,
+        agp,
+        options=options,
+        official_vars=official_vars,
+        official_fallback=null_call_content_as_empty,
+        dropped=dropped(tpl.name, conv["messages"]),
+    )
 
 
 def dropped(name: str, msgs: list[dict[str, Any]]) -> set[tuple[int, str]]:
@@ -263,7 +243,7 @@ def test_lmdeploy_registry_matrix(
 @given(conv=conversations(max_turns=4, end_with="any"), agp=st.booleans())
 def test_qwen_matches_qwen2_official(conv: dict[str, Any], agp: bool) -> None:
     tpl = chatfmt.get_template("qwen")
-    source = _ollama_source("library/qwen2:0.5b")
+    source = ollama_source("library/qwen2:0.5b")
     assert_same(tpl, source, conv, agp)
     assert_segment_invariants(tpl, conv)
 
@@ -348,8 +328,9 @@ def test_qwen3_errors_name_the_message() -> None:
     with pytest.raises(ValidationError) as err:
         tpl.render([{"role": "user", "content": None}])
     assert err.value.index == 0 and err.value.field == "content"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="needs at least one message") as empty:
         tpl.render([])
+    assert (empty.value.index, empty.value.field) == (None, "messages")
     code = {"type": "code_interpreter", "code_interpreter": {"input": "1+1"}}
     with pytest.raises(UnsupportedFeatureError) as err2:
         tpl.render(
@@ -359,7 +340,7 @@ def test_qwen3_errors_name_the_message() -> None:
             ]
         )
     assert err2.value.index == 1
-    with pytest.raises(ChatFmtError):
+    with pytest.raises(TemplateError, match=r"has no option.s. reasoning_mode"):
         tpl.render("hi", reasoning_mode="x")
 
 
@@ -455,6 +436,6 @@ def test_data_files_are_the_official_templates(shared_dir: Any) -> None:
         for f in chatfmt.get_template(name).official_templates:
             assert (PKG_TEMPLATES / f).read_text(encoding="utf-8") == official_source(f)
     (qwen2,) = chatfmt.get_template("qwen").official_templates
-    assert (PKG_TEMPLATES / qwen2).read_text(encoding="utf-8") == _ollama_source(
+    assert (PKG_TEMPLATES / qwen2).read_text(encoding="utf-8") == ollama_source(
         "library/qwen2:0.5b"
     )

@@ -12,8 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt import ChatFmtError, Template, UnsupportedFeatureError
-from chatfmt.segments import join
+from _official import (
+    assert_conv_matches_official,
+    null_call_content_as_empty,
+)
+from chatfmt import Template, UnsupportedFeatureError, ValidationError
 
 from _support import TOOLS, conversations, official_render, official_source, texts
 
@@ -110,30 +113,16 @@ def assert_same(
 ) -> str | None:
     """chatfmt == official template, or both reject the conversation (or chatfmt refuses
     what the official one drops). Returns the render."""
-    msgs, tools = conv["messages"], conv["tools"]
-    try:
-        expected = official_render(source, msgs, tools=tools, add_generation_prompt=agp, **options)
-    except Exception:
-        if any(m.get("tool_calls") and m.get("content") is None for m in msgs):
-            # Documented workaround: null content of a tool-call message renders as "".
-            fixed = [
-                {**m, "content": ""} if m.get("tool_calls") and m.get("content") is None else m
-                for m in msgs
-            ]
-            return assert_same(tpl, source, {"messages": fixed, "tools": tools}, agp, **options)
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    lost = _refused(tpl.name, msgs)
-    if lost:
-        with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        assert (err.value.index, err.value.field) in lost
-        return None
-    got = tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert got == expected
-    assert join(tpl.segments(msgs, tools=tools, add_generation_prompt=agp, **options)) == got
-    return got
+    return assert_conv_matches_official(
+        tpl,
+        source,
+        conv,
+        agp,
+        options=options,
+        official_fallback=null_call_content_as_empty,
+        dropped=_refused(tpl.name, conv["messages"]),
+        segments=True,
+    )
 
 
 # ------------------------------------------------------------------ Qwen3-Coder
@@ -211,13 +200,16 @@ def test_qwen3_coder_refuses_what_it_cannot_write() -> None:
     tpl = chatfmt.get_template("Qwen/Qwen3-Coder-480B-A35B-Instruct")
     assert tpl.name == "qwen3-coder" and tpl.tool_parser == "qwen3_coder"
     q = {"role": "user", "content": "q"}
-    with pytest.raises(UnsupportedFeatureError):  # the official template drops reasoning
+    with pytest.raises(UnsupportedFeatureError, match="would drop it silently") as err:
         tpl.render([q, {"role": "assistant", "content": "a", "reasoning_content": "r"}])
+    assert (err.value.index, err.value.field) == (1, "reasoning_content")
     call = {"type": "function", "function": {"name": "f", "arguments": "[1]"}}
-    with pytest.raises(ChatFmtError):  # arguments are written parameter by parameter
+    with pytest.raises(ValidationError, match="arguments must be a JSON object") as err:
         tpl.render([q, {"role": "assistant", "content": None, "tool_calls": [call]}])
-    with pytest.raises(ChatFmtError):
+    assert (err.value.index, err.value.field) == (1, "tool_calls[0].function.arguments")
+    with pytest.raises(ValidationError, match="needs at least one message") as err:
         tpl.render([])
+    assert (err.value.index, err.value.field) == (None, "messages")
 
 
 def test_qwen3_coder_segments_train_the_reply() -> None:
@@ -293,18 +285,29 @@ def test_qwen35_examples_match_official(
 
 
 @pytest.mark.parametrize(
-    "messages",
+    ("messages", "where", "problem"),
     [
-        [],
-        [{"role": "user", "content": "<tool_response>x</tool_response>"}],  # no user query
-        [{"role": "user", "content": "q"}, {"role": "system", "content": "late"}],
+        ([], (None, "messages"), "needs at least one message"),
+        (
+            [{"role": "user", "content": "<tool_response>x</tool_response>"}],
+            (None, "messages"),
+            "needs a user query",
+        ),
+        (
+            [{"role": "user", "content": "q"}, {"role": "system", "content": "late"}],
+            (1, "role"),
+            "system message only at the beginning",
+        ),
     ],
 )
-def test_qwen35_rejects_what_the_official_template_rejects(messages: list[dict[str, Any]]) -> None:
+def test_qwen35_rejects_what_the_official_template_rejects(
+    messages: list[dict[str, Any]], where: tuple[int | None, str], problem: str
+) -> None:
     with pytest.raises(Exception):  # noqa: B017  (the official template raises)
         official_render(official_source(QWEN35_FILE), messages)
-    with pytest.raises(ChatFmtError):
+    with pytest.raises(ValidationError, match=problem) as err:
         chatfmt.render(messages, "qwen3.5")
+    assert (err.value.index, err.value.field) == where
 
 
 def test_qwen35_wiring() -> None:

@@ -24,6 +24,9 @@ from chatfmt.segments import Kind, join
 
 from _support import SHARED, TEMPLATES
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 CASES_FILE = SHARED / "reference" / "llamacpp_chat_template_cases.json"
 INPUTS = ("DEFAULT_JSON", "DEFAULT_JSON_WITH_TOOLS")
 

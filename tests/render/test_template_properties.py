@@ -14,6 +14,9 @@ from chatfmt import ChatFmtError, Kind, Template
 
 from _support import conversations
 
+#: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
+pytestmark = pytest.mark.slow
+
 CHAT_TEMPLATES = [t for t in chatfmt.list_templates() if t.generation_config.capability == "chat"]
 IDS = [t.name for t in CHAT_TEMPLATES]
 

@@ -11,8 +11,11 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError, TokenizationError
-from chatfmt.tokens import IGNORE_INDEX, encode, load_tokenizer
+from chatfmt.errors import (
+    ChatFmtError,
+    TokenizationError,
+)
+from chatfmt.tokens import IGNORE_INDEX, encode, encode_batch, load_tokenizer
 from chatfmt.tokens.tokenizer import Tokenizer
 
 from _support import SHARED, conversations, texts
@@ -74,6 +77,7 @@ def _sample(tpl: chatfmt.Template) -> list[dict[str, Any]] | None:
 
 
 # ---------------------------------------------------------------------- equivalence
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HF_NAMES)
 @pytest.mark.parametrize("template", [t.name for t in chatfmt.list_templates()])
 def test_ids_equal_tokenizer_of_rendered_text(name: str, template: str) -> None:
@@ -90,6 +94,7 @@ def test_ids_equal_tokenizer_of_rendered_text(name: str, template: str) -> None:
     assert enc.input_ids == oracle(name).encode(text, add_special_tokens=False).ids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", HF_NAMES)
 @given(data=conversations(max_turns=3, end_with="assistant"))
 def test_ids_equal_tokenizer_property(name: str, data: dict[str, Any]) -> None:
@@ -261,3 +266,23 @@ def test_straddling_token_is_trained() -> None:
         [t for t, lab in zip(enc.input_ids, enc.labels) if lab != IGNORE_INDEX]
     )
     assert "ok" in trained_text
+
+
+CHAT = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello there"}]
+
+
+# ------------------------------------------------------------------ max_length
+@pytest.mark.parametrize("bad", [0, -1, True, False, "5", 5.5, 5.0, [5]])
+def test_max_length_must_be_a_positive_int(qwen3_tokenizer: Any, bad: Any) -> None:
+    for truncation in ("error", "right", "left"):
+        with pytest.raises(TokenizationError, match="max_length"):
+            encode(CHAT, "qwen3", qwen3_tokenizer, max_length=bad, truncation=truncation)
+        with pytest.raises(TokenizationError, match="max_length"):
+            encode_batch([CHAT], "qwen3", qwen3_tokenizer, max_length=bad, truncation=truncation)
+
+
+def test_max_length_valid_values_still_work(qwen3_tokenizer: Any) -> None:
+    full = encode(CHAT, "qwen3", qwen3_tokenizer)
+    assert len(encode(CHAT, "qwen3", qwen3_tokenizer, max_length=None)) == len(full)
+    cut = encode(CHAT, "qwen3", qwen3_tokenizer, max_length=len(full) - 1, truncation="right")
+    assert cut.truncated_from == len(full) and cut.input_ids == full.input_ids[:-1]

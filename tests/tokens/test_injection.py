@@ -7,6 +7,7 @@ reasoning); no special id may appear outside CONTROL segments.
 
 from __future__ import annotations
 
+import gc
 import os
 from functools import cache
 from typing import Any
@@ -16,9 +17,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chatfmt
-from chatfmt.errors import ChatFmtError
+from chatfmt.errors import (
+    ChatFmtError,
+    TokenizationError,
+)
 from chatfmt.segments import Kind
+from chatfmt.spec import SpecTemplate, spec_from_dict
 from chatfmt.tokens import encode, load_tokenizer
+from chatfmt.tokens.control import pattern_of as _special_pattern
 from chatfmt.tokens.tokenizer import Tokenizer
 
 from _support import SHARED
@@ -139,6 +145,7 @@ def _check(tpl: chatfmt.Template, tok: Tokenizer, conv: dict[str, Any]) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", ["qwen3", "llama3_1", "deepseek_v3"])
 def test_no_control_id_from_content(tokenizer: str) -> None:
     tok = _tokenizer(tokenizer)
@@ -173,3 +180,52 @@ def test_every_template_is_exercised() -> None:
         t.name for t in chatfmt.list_templates() if any(_check(t, tok, v) for v in _variants(conv))
     ]
     assert len(checked) >= len(chatfmt.list_templates()) - 6, checked
+
+
+# ------------------------------------------------------------------ special-check cache
+def _spec(marker: str) -> SpecTemplate:
+    return SpecTemplate(
+        spec_from_dict(
+            {
+                "name": "t",
+                "roles": {
+                    "user": {"prefix": "U:"},
+                    "assistant": {"prefix": "A:", "suffix": marker},
+                },
+                "control_tokens": [marker],
+            }
+        )
+    )
+
+
+@pytest.mark.slow  # up to 200 template objects, each checked against a real tokenizer
+def test_special_check_follows_the_template_not_its_id(qwen3_tokenizer: Any) -> None:
+    msgs = [{"role": "user", "content": "hello [[B]]"}, {"role": "assistant", "content": "x"}]
+    seen: set[int] = set()
+    for _ in range(200):
+        tb = _spec("[[B]]")
+        seen.add(id(tb))
+        with pytest.raises(TokenizationError, match=r"\[\[B\]\]"):
+            encode(msgs, tb, qwen3_tokenizer, on_special="raise")
+        del tb
+        gc.collect()
+        ta = _spec("[[A]]")
+        reused = id(ta) in seen
+        assert encode(msgs, ta, qwen3_tokenizer, on_special="raise").num_trained > 0
+        del ta
+        gc.collect()
+        if reused:
+            break
+    assert not any(k.startswith("_chatfmt_special_check") for k in vars(qwen3_tokenizer))
+
+
+def test_special_pattern_cache_is_bounded_and_by_value() -> None:
+    maxsize = _special_pattern.cache_info().maxsize
+    assert maxsize is not None
+    for i in range(maxsize + 10):
+        _special_pattern(frozenset({f"<|t{i}|>"}))
+    assert _special_pattern.cache_info().currsize <= maxsize
+    a = _special_pattern(frozenset({"<a>", "<ab>"}))
+    assert a is _special_pattern(frozenset({"<ab>", "<a>"}))
+    assert a is not None and a.search("x<ab>").group() == "<ab>"  # longest first
+    assert _special_pattern(frozenset()) is None

@@ -191,7 +191,7 @@ def test_load_errors(tmp_path: Path) -> None:
     with pytest.raises(TokenizationError, match="not found"):
         load_tokenizer(tmp_path / "missing")
     (tmp_path / "x.json").write_text("{}", encoding="utf-8")
-    with pytest.raises(TokenizationError):
+    with pytest.raises(TokenizationError, match=r"neither a tokenizer\.json nor a tekken\.json"):
         load_tokenizer(tmp_path / "x.json")
     (tmp_path / "bad.gguf").write_bytes(b"nope")
     with pytest.raises(TokenizationError, match="GGUF"):

@@ -21,8 +21,7 @@ import datetime as _dt
 import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -55,17 +54,36 @@ class RenderState:
     """What one render needs to know besides the template variables."""
 
     now: _dt.datetime
-    #: ids of the caller's containers (messages, tools): never mutable by the template.
-    input_ids: frozenset[int] = frozenset()
+    #: the caller's data (messages, tools): no container inside is mutable by the template.
+    inputs: tuple[Any, ...] = ()
     #: the message dicts of this render, to find the message index of an error.
     messages: tuple[Any, ...] = ()
     #: tojson hook used by sentinel renders (``None`` for real renders).
     tojson_hook: Callable[[Any, tuple[Any, ...]], str] | None = None
     #: whether to mark ``{% generation %}`` bodies with GEN_OPEN/GEN_CLOSE.
     mark_generation: bool = False
-    #: (start, end) character spans of ``{% generation %}`` bodies (top-level output).
-    generation_spans: list[tuple[int, int]] = field(default_factory=list)
-    rendered: list[str] = field(default_factory=list)
+    #: ids of the containers in ``inputs`` (collected when a template first calls a mutating method)
+    input_ids: frozenset[int] | None = None
+
+    def is_input(self, obj: Any) -> bool:
+        """Whether ``obj`` is one of the caller's containers."""
+        if self.input_ids is None:
+            found: dict[int, Any] = {}
+            collect_containers(self.inputs, None, found)
+            self.input_ids = frozenset(found)
+        return id(obj) in self.input_ids
+
+
+def collect_containers(value: Any, owner: Any, out: dict[int, Any]) -> None:
+    """Map the id of every container inside ``value`` (itself included) to ``owner``."""
+    if isinstance(value, Mapping):
+        out[id(value)] = owner
+        for v in value.values():
+            collect_containers(v, owner, out)
+    elif isinstance(value, (list, tuple, set)):
+        out[id(value)] = owner
+        for v in value:
+            collect_containers(v, owner, out)
 
 
 _STATE: contextvars.ContextVar[RenderState | None] = contextvars.ContextVar(
@@ -75,16 +93,6 @@ _STATE: contextvars.ContextVar[RenderState | None] = contextvars.ContextVar(
 
 def _state() -> RenderState | None:
     return _STATE.get()
-
-
-@contextmanager
-def render_state(state: RenderState) -> Iterator[RenderState]:
-    """Activate ``state`` for renders in this context."""
-    token = _STATE.set(state)
-    try:
-        yield state
-    finally:
-        _STATE.reset(token)
 
 
 # --------------------------------------------------------------------------- globals and filters
@@ -217,12 +225,8 @@ class GenerationExtension(jinja2.ext.Extension):
     def _generation(self, caller: Callable[[], str]) -> str:
         text = caller()
         state = _state()
-        if state is None:
-            return text
-        if state.mark_generation:
+        if state is not None and state.mark_generation:
             return GEN_OPEN + text + GEN_CLOSE
-        start = sum(len(b) for b in state.rendered)
-        state.generation_spans.append((start, start + len(text)))
         return text
 
 
@@ -234,6 +238,11 @@ class LenientUndefined(jinja2.ChainableUndefined):
 
     def __radd__(self, other: Any) -> Any:
         return other
+
+
+#: (type, attribute) -> (safe to read, modifies a known mutable container), see ChatSandbox.
+_ATTRIBUTE_RULES: dict[tuple[type, str], tuple[bool, bool]] = {}
+_ATTRIBUTE_RULES_MAX = 4096
 
 
 class ChatSandbox(ImmutableSandboxedEnvironment):
@@ -249,15 +258,25 @@ class ChatSandbox(ImmutableSandboxedEnvironment):
         )
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        if not SandboxedEnvironment.is_safe_attribute(self, obj, attr, value):
+        # Both of Jinja's checks depend only on the object's type and the attribute name
+        # (``isinstance`` tests against built-in types and ABCs): decided once per pair.
+        key = (type(obj), attr)
+        rule = _ATTRIBUTE_RULES.get(key)
+        if rule is None:
+            rule = (
+                SandboxedEnvironment.is_safe_attribute(self, obj, attr, value),
+                jinja2.sandbox.modifies_known_mutable(obj, attr),
+            )
+            if len(_ATTRIBUTE_RULES) < _ATTRIBUTE_RULES_MAX:
+                _ATTRIBUTE_RULES[key] = rule
+        safe, mutates = rule
+        if not safe:
             return False
-        if not jinja2.sandbox.modifies_known_mutable(obj, attr):
+        if not mutates:
             return True
         state = _state()
         # Containers made by the template may change; the caller's data may not.
-        return (
-            state is not None and id(obj) not in state.input_ids and type(obj) in (list, dict, set)
-        )
+        return state is not None and type(obj) in (list, dict, set) and not state.is_input(obj)
 
 
 def _make_env(lenient: bool) -> ChatSandbox:
@@ -313,15 +332,22 @@ output_limit: int | None = None
 def run(template: jinja2.Template, state: RenderState, variables: Mapping[str, Any]) -> str:
     """Render with ``state`` active; returns the output or raises the template's own error."""
     limit = output_limit
-    size = 0
-    with render_state(state):
+    token = _STATE.set(state)
+    try:
+        if limit is None:
+            # render in one go, as Jinja's ``render`` does, without its traceback rewriting
+            # (an error keeps its own frames, where the message being rendered is found)
+            return "".join(template.root_render_func(template.new_context(dict(variables))))
+        blocks = []
+        size = 0
         for block in template.generate(**variables):
-            state.rendered.append(block)
-            if limit is not None:
-                size += len(block)
-                if size > limit:
-                    raise OutputLimitError(limit)
-        return "".join(state.rendered)
+            blocks.append(block)
+            size += len(block)
+            if size > limit:
+                raise OutputLimitError(limit)
+        return "".join(blocks)
+    finally:
+        _STATE.reset(token)
 
 
 class OutputLimitError(TemplateRenderError):

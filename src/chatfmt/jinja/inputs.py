@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..protocol import ROLE_ALIASES, Conversation, Message, validate_conversation
+from .environment import collect_containers
 
 #: Private-use characters that delimit sentinels (field values) and regions (JSON dumps).
 S_OPEN, S_CLOSE = "\U000f1a00", "\U000f1a01"
@@ -57,8 +58,16 @@ DIALECTS: tuple[Dialect, ...] = (
 
 def plain(value: Any) -> Any:
     """A deep copy made only of JSON-like types (what templates may see)."""
-    if value is None or type(value) in (str, int, float, bool):
+    kind = type(value)
+    if value is None or kind is str or kind is int or kind is float or kind is bool:
         return value
+    if kind is dict:
+        return {
+            k if type(k) is str else plain(k): v if type(v) is str else plain(v)
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [v if type(v) is str else plain(v) for v in value]
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, bool):
@@ -81,7 +90,11 @@ def plain(value: Any) -> Any:
 
 @dataclass
 class Prepared:
-    """Validated conversation plus the caller's raw (plain) messages and tools."""
+    """Validated conversation plus the caller's raw messages and tools.
+
+    ``raw`` holds private plain copies, except ``{"role": str, "content": str}`` dicts, which
+    are the caller's own (renders never change them, see :func:`build_view`).
+    """
 
     conv: Conversation
     raw: list[dict[str, Any]]
@@ -104,6 +117,16 @@ def _raw_message(obj: Any, index: int) -> dict[str, Any]:
     )
 
 
+def _is_simple(m: Any) -> bool:
+    """A ``{"role": str, "content": str}`` dict: used as it is (templates cannot change it)."""
+    return (
+        type(m) is dict
+        and len(m) == 2
+        and type(m.get("content")) is str
+        and type(m.get("role")) is str
+    )
+
+
 def prepare(
     messages: Any, tools: Sequence[Any] | None, *, require_tool_calls: bool = True
 ) -> Prepared:
@@ -117,7 +140,9 @@ def prepare(
         return Prepared(conv, raw, raw_tools)
     if isinstance(messages, (bytes, Mapping)) or not isinstance(messages, Iterable):
         raise ValidationError("messages must be a list of message objects", field="messages")
-    raw = [_raw_message(m, i) for i, m in enumerate(messages)]
+    raw = [m if _is_simple(m) else _raw_message(m, i) for i, m in enumerate(messages)]
+    if len({id(m) for m in raw}) < len(raw):  # one dict given twice: each needs its own identity
+        raw = [plain(m) for m in raw]
     checked = []
     custom: dict[int, str] = {}
     for i, m in enumerate(raw):
@@ -177,7 +202,6 @@ class View:
     #: original message index of each view message
     origin: list[int]
     tools: list[dict[str, Any]] | None
-    input_ids: frozenset[int]
 
 
 def _text(table: SentinelTable | None, owner: int | None, value: Any, *, core: bool) -> Any:
@@ -270,11 +294,20 @@ def build_view(
     merge_system: bool = False,
     table: SentinelTable | None = None,
 ) -> View:
-    """The messages and tools one render gets (fresh copies; sentinel-marked when ``table`` is given)."""
+    """The messages and tools one render gets (sentinel-marked when ``table`` is given).
+
+    Each message dict the view changes is a new copy; everything else is shared with
+    ``prep`` (see :func:`prepare`), as are the caller's tool-call arguments in a real
+    render: a template cannot change any of them (the sandbox refuses to mutate the
+    caller's containers).
+    """
     items: list[tuple[int, dict[str, Any]]] = []
     for msg, raw in zip(prep.conv.messages, prep.raw):
         i = msg.index
-        m = copy.deepcopy(raw)
+        if table is None and _is_simple(raw):
+            items.append((i, raw))  # nothing to change: the message as it is
+            continue
+        m = dict(raw)
         content = m.get("content")
         if isinstance(content, str):
             m["content"] = _text(table, i, content, core=True)
@@ -304,7 +337,9 @@ def build_view(
                         fn["name"] = _text(table, i, fn["name"], core=False)
                     if dialect.string_arguments:
                         fn["arguments"] = _text(table, i, parsed.arguments_json, core=True)
-                    else:
+                    elif table is None:
+                        fn["arguments"] = parsed.arguments
+                    else:  # a copy: container ids map to one owner message each
                         fn["arguments"] = _mark_json(table, i, copy.deepcopy(parsed.arguments))
                     call = {**call, "function": fn}
                 new_calls.append(call)
@@ -318,31 +353,13 @@ def build_view(
             return "\n".join(p if isinstance(p, str) else "" for p in parts)
 
         items = _merge_system(items, joiner)
-    tools = (
-        [_mark_tool(table, copy.deepcopy(t)) for t in prep.tools]
-        if prep.tools is not None
-        else None
-    )
+    tools = [_mark_tool(table, t) for t in prep.tools] if prep.tools is not None else None
     messages = [m for _, m in items]
     origin = [i for i, _ in items]
-    ids: dict[int, int | None] = {id(messages): None}
-    for idx, m in items:
-        _collect(m, idx, ids)
-    if tools is not None:
-        ids[id(tools)] = None
-        for t in tools:
-            _collect(t, None, ids)
     if table is not None:
+        ids: dict[int, int | None] = {id(messages): None}
+        for idx, m in items:
+            collect_containers(m, idx, ids)
+        collect_containers(tools, None, ids)
         table.container_owner = ids
-    return View(messages, origin, tools, frozenset(ids))
-
-
-def _collect(value: Any, owner: int | None, out: dict[int, int | None]) -> None:
-    if isinstance(value, dict):
-        out[id(value)] = owner
-        for v in value.values():
-            _collect(v, owner, out)
-    elif isinstance(value, list):
-        out[id(value)] = owner
-        for v in value:
-            _collect(v, owner, out)
+    return View(messages, origin, tools)

@@ -148,39 +148,28 @@ def read_model_dir(path: Path) -> JinjaSource:
 
 def read_gguf(path: Path) -> JinjaSource:
     """A GGUF file's ``tokenizer.chat_template`` and its BOS/EOS tokens."""
-    try:
-        from gguf import GGUFReader
-    except ImportError:  # pragma: no cover - gguf is a dependency
-        raise TemplateError("reading GGUF files needs the 'gguf' package") from None
-    try:
-        reader = GGUFReader(str(path))
-    except Exception as exc:
-        raise TemplateError(f"{path}: not a readable GGUF file ({exc})") from None
-    source = _gguf_string(reader, "tokenizer.chat_template")
-    if source is None:
+    from ..tokens.gguf import field_value, gguf_reader
+
+    fields = gguf_reader(path, TemplateError).fields
+    template = fields.get("tokenizer.chat_template")
+    source = field_value(template) if template is not None else None
+    if not isinstance(source, str):
         raise TemplateError(f"{path}: this GGUF file has no tokenizer.chat_template")
     tokens: dict[str, Any] = {}
-    vocab = reader.fields.get("tokenizer.ggml.tokens")
+    vocab = fields.get("tokenizer.ggml.tokens")
     for name, key in (
         ("bos_token", "tokenizer.ggml.bos_token_id"),
         ("eos_token", "tokenizer.ggml.eos_token_id"),
     ):
-        field_ = reader.fields.get(key)
+        field_ = fields.get(key)
         if field_ is None or vocab is None:
             continue
-        token_id = int(field_.parts[field_.data[0]][0])
-        if 0 <= token_id < len(vocab.data):
+        token_id = field_value(field_)
+        if isinstance(token_id, int) and 0 <= token_id < len(vocab.data):
             tokens[name] = bytes(vocab.parts[vocab.data[token_id]]).decode(
                 "utf-8", errors="replace"
             )
     return JinjaSource(source, tokens, str(path))
-
-
-def _gguf_string(reader: Any, key: str) -> str | None:
-    field_ = reader.fields.get(key)
-    if field_ is None:
-        return None
-    return bytes(field_.parts[field_.data[0]]).decode("utf-8")
 
 
 def read_path(path: Path) -> JinjaSource | None:

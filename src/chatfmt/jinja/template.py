@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -129,6 +129,8 @@ class JinjaTemplate(Template):
         self.supports_tools = "tools" in source
         self.supports_reasoning = "reasoning_content" in source or "<think>" in source
         self.uses_generation_tag = bool(_GENERATION_TAG.search(source))
+        #: input shape -> index of the first dialect that rendered it, when not the first
+        self._dialect_of: dict[Hashable, int] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled Jinja code does not pickle: a copy (e.g. in a worker process) compiles again.
@@ -256,7 +258,7 @@ class JinjaTemplate(Template):
     def _variables(
         self, opts: Mapping[str, Any], view: View, add_gen: bool, dialect: Dialect
     ) -> dict[str, Any]:
-        out = {**self.variables, **plain(dict(opts))}
+        out = {**self.variables, **plain(dict(opts))} if opts else dict(self.variables)
         out.update(messages=view.messages, documents=None, add_generation_prompt=add_gen)
         if view.tools is not None or not dialect.tools_undefined:
             out["tools"] = view.tools
@@ -276,7 +278,7 @@ class JinjaTemplate(Template):
         )
         state = env.RenderState(
             now=when,
-            input_ids=view.input_ids,
+            inputs=(view.messages, view.tools),
             messages=tuple(view.messages),
             tojson_hook=hook,
             mark_generation=hook is not None and self.uses_generation_tag,
@@ -291,9 +293,16 @@ class JinjaTemplate(Template):
         when: _dt.datetime,
         merge: bool,
     ) -> tuple[str, Dialect]:
-        """The real output, trying :data:`DIALECTS` in order; the first that renders wins."""
-        first: TemplateRenderError | None = None
-        for dialect in DIALECTS:
+        """The real output, trying :data:`DIALECTS` in order; the first that renders wins.
+
+        Which dialect renders depends on the shape of the input (:func:`input_shape`), so
+        a shape that needed a later dialect starts there next time; should that fail, every
+        dialect is tried in order again.
+        """
+        shape = input_shape(prep, add_gen, opts, merge) if self._dialect_of else None
+        known = self._dialect_of.get(shape) if shape is not None else None
+        if known is not None:
+            dialect = DIALECTS[known]
             view = build_view(prep, dialect, merge_system=merge)
             try:
                 return self._run(view, opts, add_gen, when, dialect)[0], dialect
@@ -301,9 +310,26 @@ class JinjaTemplate(Template):
                 raise self._error(exc, view) from None
             except (ValidationError, TemplateError):
                 raise
+            except Exception:
+                pass
+        first: TemplateRenderError | None = None
+        for k, dialect in enumerate(DIALECTS):
+            view = build_view(prep, dialect, merge_system=merge)
+            try:
+                text = self._run(view, opts, add_gen, when, dialect)[0]
+            except (env.TemplateRaised, jinja2.exceptions.SecurityError) as exc:
+                raise self._error(exc, view) from None
+            except (ValidationError, TemplateError):
+                raise
             except Exception as exc:
                 if first is None:
                     first = self._error(exc, view)
+                continue
+            if k:
+                if len(self._dialect_of) >= _SHAPES_KEPT:
+                    self._dialect_of.clear()
+                self._dialect_of[shape or input_shape(prep, add_gen, opts, merge)] = k
+            return text, dialect
         assert first is not None
         raise first from None
 
@@ -474,6 +500,36 @@ class JinjaTemplate(Template):
         if isinstance(eos, str) and eos and eos not in eots:
             eots.append(eos)
         return TurnInfo(generation_prompt=gp, end_of_turn=tuple(eots), user_close=user_close)
+
+
+#: Input shapes remembered per template (the memory is emptied when full).
+_SHAPES_KEPT = 1024
+
+
+def input_shape(prep: Prepared, add_gen: bool, opts: Mapping[str, Any], merge: bool) -> Hashable:
+    """What decides whether a dialect renders an input: per message its role, keys and the
+    type of each value (of text parts: their types; of tool calls: their number), whether
+    there are tools, the generation prompt and the options."""
+    msgs = []
+    for m in prep.raw:
+        content = m.get("content")
+        parts = (
+            tuple(p.get("type") if isinstance(p, dict) else type(p) for p in content)
+            if isinstance(content, list)
+            else None
+        )
+        calls = m.get("tool_calls")
+        msgs.append(
+            (
+                m.get("role"),
+                tuple((k, type(v)) for k, v in m.items()),
+                parts,
+                len(calls) if isinstance(calls, list) else None,
+            )
+        )
+    tools = None if prep.tools is None else len(prep.tools)
+    options = repr(sorted(opts.items())) if opts else ""
+    return (tuple(msgs), tools, add_gen, options, merge)
 
 
 def _rebuild(source: str, name: str, variables: Mapping[str, Any], origin: str) -> JinjaTemplate:

@@ -9,13 +9,15 @@ for their own heads (Mistral ``name{...}``, InternLM2 ``<|plugin|>``, …).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .base import WS, Emitter, FormatParser
 from .json_stream import CallObject, JsonScanner
 from .markers import MarkerSet, marker_set
 from .special import SpecialTokens
+from .states import State, StateMachine
 
 
 class JsonCall:
@@ -109,14 +111,26 @@ class JsonCall:
         self._events(self.obj.close())
 
 
-class BlockParser(FormatParser):
+class Block(State):
+    """States of :class:`BlockParser`."""
+
+    TEXT = auto()  # content, up to a start marker
+    GAP = auto()  # in a block, between call objects
+    AFTER_LIST = auto()  # after the ``]`` of a list of calls, before the block's end
+    CALL = auto()  # inside a JSON call object
+    CODE = auto()  # code of a code-interpreter call
+    JUNK = auto()  # the rest of a broken call, up to the block's end
+
+
+class BlockParser(StateMachine, FormatParser):
     """Text with marked blocks of JSON call objects (see module doc).
 
-    ``starts`` maps each start marker to ``"block"`` (call objects until ``end``)
-    or to a custom state name handled by the subclass (``_s_<name>``).
+    ``starts`` maps each start marker to the state it enters: :attr:`Block.GAP`
+    (call objects until ``end``) or a state of the subclass.
     """
 
-    starts: ClassVar[Mapping[str, str]] = {}
+    states: ClassVar[type[State] | None] = Block
+    starts: ClassVar[Mapping[str, State]] = {}
     #: End marker of blocks (per start marker in ``ends``, else ``end``).
     end: ClassVar[str | None] = None
     ends: ClassVar[Mapping[str, str | None]] = {}
@@ -124,21 +138,24 @@ class BlockParser(FormatParser):
     args_keys: ClassVar[tuple[str, ...]] = ("arguments", "parameters")
     #: Stop the block after one call object (no lists or separators).
     single: ClassVar[bool] = False
-    #: The marker that ends a code-interpreter call (state ``code``, see :meth:`_s_code`).
+    #: The marker that ends a code-interpreter call (state ``CODE``, see :meth:`_s_code`).
     code_end: ClassVar[str] = ""
 
-    #: Arguments of the open call being streamed as one raw JSON value (see :meth:`feed_raw_args`).
-    raw: RawArgs | None = None
-    #: Code of the open code-interpreter call (state ``code``).
-    code: CodeBody | None = None
-    #: Text gathered by :meth:`_gather` (a name, a key, a value) and not yet decided.
-    _parts: list[str]
-    #: The closing marker :meth:`_gather` stopped at last.
-    _last: str = ""
+    @classmethod
+    def configured_states(cls) -> Iterable[Any]:
+        return cls.starts.values()
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
-        self.state = "text"
+        #: Arguments of the open call being streamed as one raw JSON value (see :meth:`feed_raw_args`).
+        self.raw: RawArgs | None = None
+        #: Code of the open code-interpreter call (state ``CODE``).
+        self.code: CodeBody | None = None
+        #: Text gathered by :meth:`_gather` (a name, a key, a value) and not yet decided.
+        self._parts: list[str] = []
+        #: The closing marker :meth:`_gather` stopped at last.
+        self._last = ""
+        self.state = Block.TEXT
         self.text_markers = marker_set(tuple(self.starts), frozenset(self.special_markers))
         self.cur_end: str | None = self.end
         self._end_sets: dict[str, MarkerSet] = {}
@@ -148,16 +165,12 @@ class BlockParser(FormatParser):
         self.block_calls = 0
 
     # ------------------------------------------------------------------ helpers
-    def step(self) -> bool:
-        return bool(getattr(self, "_s_" + self.state)())
-
     def enter(self, marker: str) -> None:
         """A start marker was consumed: switch to its state."""
-        kind = self.starts[marker]
         self.cur_end = self.ends.get(marker, self.end)
         self.block_calls = 0
         self.in_list = False
-        self.state = "gap" if kind == "block" else kind
+        self.state = self.starts[marker]
 
     def at_marker(self, marker: str) -> bool | None:
         """At ``pos``: True if ``marker`` is there (consumed), None if undecided yet, else False."""
@@ -217,12 +230,12 @@ class BlockParser(FormatParser):
         return found
 
     def end_block(self) -> None:
-        self.state = "text"
+        self.state = Block.TEXT
         self.in_list = False
 
     def start_call(self) -> None:
         self.call = JsonCall(self.out, name_keys=self.name_keys, args_keys=self.args_keys)
-        self.state = "call"
+        self.state = Block.CALL
 
     def feed_raw_args(self) -> str | None:
         """Stream :attr:`raw` on; ``None`` while it needs more text, else ``"done"``/``"failed"``.
@@ -276,14 +289,14 @@ class BlockParser(FormatParser):
         if c == "]" and self.in_list:
             self.pos += 1
             self.in_list = False
-            self.state = "after_list"
+            self.state = Block.AFTER_LIST
             return True
         if c in ",;" and self.block_calls and not self.single:
             self.pos += 1
             return True
         if not self.block_calls:
             self.junk_index = self.out.start_call("", error="not a tool call")
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self.end_block()
         return True
@@ -313,12 +326,12 @@ class BlockParser(FormatParser):
         self.block_calls += 1
         if call.status == "failed":
             self.junk_index = call.index
-            self.state = "junk"
+            self.state = Block.JUNK
         elif call.status == "prose":
             self.out.content("".join(call.raw))
             self.end_block()
         else:
-            self.state = "gap"
+            self.state = Block.GAP
         return True
 
     def _s_code(self) -> bool:

@@ -6,14 +6,27 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from enum import auto
 from typing import ClassVar
 
 from .base import FormatParser
-from .blocks import BlockParser, RawArgs
+from .blocks import Block, BlockParser, RawArgs
 from .derived_format import DerivedFormat
+from .states import State
 
 _MAX_HEAD = 512
 _NAME = re.compile(r"[A-Za-z0-9_.\-:]*")
+
+
+class _NamedArgs(State):
+    """States of :class:`NamedArgsParser` beyond :class:`~.blocks.Block`."""
+
+    NX_ID_FIRST = auto()  # a call id before the name
+    NX_GAP = auto()  # between calls of a block
+    NX_HEAD = auto()  # the tool name
+    NX_ID = auto()  # a call id after the name
+    NX_ARGS = auto()  # the JSON arguments
+    NX_TAIL = auto()  # an optional call end marker
 
 
 class NamedArgsParser(BlockParser):
@@ -23,6 +36,8 @@ class NamedArgsParser(BlockParser):
     first marker and after the block is content; broken arguments flag the call and
     the rest of it (to ``call_end``) is kept as its raw text.
     """
+
+    states = _NamedArgs
 
     calls_begin: ClassVar[str] = ""
     calls_end: ClassVar[str] = ""
@@ -37,12 +52,14 @@ class NamedArgsParser(BlockParser):
         super().enter(marker)
         self.cur_end = self.call_end or self.calls_end or None
         self.state = (
-            "nx_gap" if marker == self.calls_begin and self.calls_begin else self._head_state
+            _NamedArgs.NX_GAP
+            if marker == self.calls_begin and self.calls_begin
+            else self._head_state
         )
 
     @property
-    def _head_state(self) -> str:
-        return "nx_id_first" if self.name_open else "nx_head"
+    def _head_state(self) -> State:
+        return _NamedArgs.NX_ID_FIRST if self.name_open else _NamedArgs.NX_HEAD
 
     def _s_nx_id_first(self) -> bool:
         """A call id before the name: skipped up to :attr:`name_open` (bounded)."""
@@ -53,10 +70,10 @@ class NamedArgsParser(BlockParser):
         if marker is None:  # no name marker after the id: not a call
             self.junk_index = self.out.start_call("", error="no tool name")
             self.block_calls += 1
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self.pos = resume
-        self.state = "nx_head"
+        self.state = _NamedArgs.NX_HEAD
         return True
 
     def _hit(self, marker: str) -> bool | None:
@@ -73,8 +90,8 @@ class NamedArgsParser(BlockParser):
             return False
         for marker, state in (
             (self.call_begin, self._head_state),
-            (self.separator.strip(), "nx_gap"),
-            (self.calls_end, "text"),
+            (self.separator.strip(), _NamedArgs.NX_GAP),
+            (self.calls_end, Block.TEXT),
         ):
             hit = self._hit(marker)
             if hit is None:
@@ -105,7 +122,7 @@ class NamedArgsParser(BlockParser):
             if marker is None and len(window) == self.pos + _MAX_HEAD:
                 self.junk_index = self.out.start_call("", error="no tool name")
                 self.block_calls += 1
-                self.state = "junk"
+                self.state = Block.JUNK
                 return True
             if marker is None:
                 end = resume = len(self.buf)
@@ -122,10 +139,10 @@ class NamedArgsParser(BlockParser):
             )
             self.out.args(index, "")
             self.block_calls += 1
-            self.state = "nx_gap" if marker is not None else "text"
+            self.state = _NamedArgs.NX_GAP if marker is not None else Block.TEXT
             return True
         self.raw = RawArgs(self.out, self.out.start_call(name))
-        self.state = "nx_id" if self.id_end else "nx_args"
+        self.state = _NamedArgs.NX_ID if self.id_end else _NamedArgs.NX_ARGS
         return True
 
     def _s_nx_id(self) -> bool:
@@ -134,7 +151,7 @@ class NamedArgsParser(BlockParser):
         if marker is None and not self.final and len(self.buf) - self.pos < _MAX_HEAD:
             return False
         self.pos = resume if marker is not None else self.pos
-        self.state = "nx_args"
+        self.state = _NamedArgs.NX_ARGS
         return True
 
     def _s_nx_args(self) -> bool:
@@ -142,7 +159,7 @@ class NamedArgsParser(BlockParser):
         if status is None:
             return False
         self.block_calls += 1
-        self.state = "junk" if status == "failed" else "nx_tail"
+        self.state = Block.JUNK if status == "failed" else _NamedArgs.NX_TAIL
         return True
 
     def _s_nx_tail(self) -> bool:
@@ -159,7 +176,7 @@ class NamedArgsParser(BlockParser):
             return False
         if not hit:
             self.pos = start
-        self.state = "nx_gap"
+        self.state = _NamedArgs.NX_GAP
         return True
 
     def end_block(self) -> None:
@@ -185,7 +202,7 @@ def _named_args_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> 
     attrs = {
         "name": name,
         "special_markers": _special(fmt, tokens),
-        "starts": {start: "nx"},
+        "starts": {start: _NamedArgs.NX_GAP},
         "calls_begin": fmt.calls_begin,
         "calls_end": fmt.calls_end,
         "call_begin": fmt.call_begin,
@@ -205,7 +222,7 @@ def _block_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
     attrs = {
         "name": name,
         "special_markers": _special(fmt, tokens),
-        "starts": {start: "block"},
+        "starts": {start: Block.GAP},
         "end": (fmt.calls_end or fmt.call_end) or None,
         "name_keys": (fmt.name_key,),
         "args_keys": tuple(dict.fromkeys((fmt.args_key, "arguments", "parameters"))),
@@ -219,7 +236,7 @@ def _bare_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[F
     attrs = {
         "name": name,
         "special_markers": (),
-        "starts": {"{": "json"},
+        "starts": {"{": Block.GAP},
         "ends": {},
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (bare JSON call objects).",
@@ -237,10 +254,11 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
         fmt.value_open,
         fmt.value_close,
     )
+    base = _machine("chatfmt.families.glm.parser", "GLM45Parser", fmt.encoding or "")
     attrs = {
         "name": name,
         "special_markers": tuple(m for m in markers if m in tokens),
-        "starts": {fmt.call_begin: "name"},
+        "starts": {fmt.call_begin: base.states.NAME},  # type: ignore[union-attr]
         "end": fmt.call_end,
         "key_open": fmt.key_open,
         "key_close": fmt.key_close,
@@ -249,16 +267,15 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (XML-style key/value pairs).",
     }
-    base = _machine("chatfmt.families.glm.parser", "GLM45Parser", fmt.encoding or "")
     return type(f"Derived_{name}", (base,), attrs)
 
 
-def _machine(module: str, cls: str, encoding: str) -> type[FormatParser]:
+def _machine(module: str, cls: str, encoding: str) -> type[BlockParser]:
     """A machine a derived parser is built on: a shared one in this package or a family's
     (imported on first use; its module may be absent)."""
     path = module if module.startswith("chatfmt.") else f"{__package__}.{module}"
     try:
-        found: type[FormatParser] = getattr(importlib.import_module(path), cls)
+        found: type[BlockParser] = getattr(importlib.import_module(path), cls)
     except (ImportError, AttributeError):
         raise _NoMachine(encoding) from None
     return found
@@ -271,14 +288,15 @@ class _NoMachine(Exception):
 def _function_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
     base = _machine("xml_function", "Qwen3CoderParser", "xml_function")
     wrapper = tuple(m for m in (fmt.call_begin, fmt.call_end) if m)
+    fn_name = base.state_named("fn_name")
     attrs = {
         "name": name,
         "open_marker": fmt.call_begin,
         "close_marker": fmt.call_end,
         "special_markers": tuple(m for m in wrapper if m in tokens),
-        "starts": {fmt.call_begin: "block", "<function=": "fn_name"}
+        "starts": {fmt.call_begin: Block.GAP, "<function=": fn_name}
         if fmt.call_begin
-        else {"<function=": "fn_name"},
+        else {"<function=": fn_name},
         "end": fmt.call_end or None,
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (<function=…><parameter=…>).",
@@ -289,10 +307,10 @@ def _function_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> ty
 def _pythonic_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
     base = _machine("pythonic", "PythonicParser", "pythonic")
     if fmt.call_begin:
-        starts: dict[str, str] = {fmt.call_begin: "py_block"}
+        starts: dict[str, State] = {fmt.call_begin: base.state_named("py_block")}
         ends: dict[str, str | None] = {fmt.call_begin: fmt.call_end or None}
     else:
-        starts, ends = {"[": "py_bare"}, {}
+        starts, ends = {"[": base.state_named("py_bare")}, {}
     attrs = {
         "name": name,
         "special_markers": tuple(m for m in (fmt.call_begin, fmt.call_end) if m and m in tokens),

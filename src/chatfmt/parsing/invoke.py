@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .._moved import moved_name
 from .base import WS
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
+from .states import State
 from .xml_values import JsonMembers, parameter_schema, typed_value
 
 #: The longest tag header (``<invoke name="…">``) held back while waiting for its ``>``.
@@ -56,33 +58,42 @@ def _declares_type(schema: Any) -> bool:
     return isinstance(schema, Mapping) and any(k in schema for k in _TYPE_KEYS)
 
 
+class Invoke(State):
+    """States of :class:`InvokeParser` beyond :class:`~.blocks.Block`."""
+
+    CALLS = auto()  # in the wrapper, between invokes
+    HEAD = auto()  # an invoke's header
+    PARAMS = auto()  # between parameters
+    PARAM_HEAD = auto()  # a parameter's header
+    VALUE = auto()  # a parameter's value
+
+
 class InvokeParser(BlockParser):
     """Wrapper → ``invoke`` (name attribute) → parameters → value (see module doc).
 
     Configured by class attributes: :attr:`starts` / :attr:`ends` (wrapper
-    markers, state ``calls``), :attr:`invoke_open` (a tag whose header carries
+    markers, state :attr:`Invoke.CALLS`), :attr:`invoke_open` (a tag whose header carries
     ``name``), :attr:`invoke_close`, :attr:`param_open` / :attr:`param_close`.
     Subclasses change how a parameter is written (:meth:`_s_param_head`,
     :meth:`value_markers`) and decoded (:meth:`decode`).
 
-    States: ``text``, ``calls`` (between invokes), ``head`` (invoke header),
-    ``params`` (between parameters), ``param_head``, ``value``, ``junk``.
+    States: :class:`Invoke` and :class:`~.blocks.Block`'s ``TEXT`` and ``JUNK``.
     """
+
+    states: ClassVar[type[State] | None] = Invoke
 
     invoke_open: ClassVar[str] = "<invoke"
     invoke_close: ClassVar[str] = "</invoke>"
     param_open: ClassVar[str] = "<parameter"
     param_close: ClassVar[str] = "</parameter>"
 
-    _name = ""
-    _index = 0
-    _key = ""
-    _raw = ""  # the open parameter's tag text, for a broken call's raw arguments
-    _members: JsonMembers | None = None
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._parts: list[str] = []
+        self._name = ""
+        self._index = 0
+        self._key = ""
+        self._raw = ""  # the open parameter's tag text, for a broken call's raw arguments
+        self._members: JsonMembers | None = None
         self._attrs: Mapping[str, str] = {}
         self._junk_ends: tuple[str, ...] = ()
 
@@ -122,7 +133,7 @@ class InvokeParser(BlockParser):
         self.junk_index = self._index
         self._junk_ends = (self.invoke_close,)
         self._members = None
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _close_call(self) -> None:
@@ -149,11 +160,11 @@ class InvokeParser(BlockParser):
         if hit is None:
             return False
         if hit:
-            self.state = "head"
+            self.state = Invoke.HEAD
             return True
         self.junk_index = self.out.start_call("", error="not a tool call")
         self._junk_ends = (self.invoke_open,)
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _s_head(self) -> bool:
@@ -170,7 +181,7 @@ class InvokeParser(BlockParser):
         self._name = name
         self._index = self.out.start_call(name)
         self._members = JsonMembers(self.out, self._index)
-        self.state = "params"
+        self.state = Invoke.PARAMS
         return True
 
     def _s_params(self) -> bool:
@@ -189,11 +200,11 @@ class InvokeParser(BlockParser):
                 continue
             if marker == self.param_open:
                 self._raw = marker
-                self.state = "param_head"
+                self.state = Invoke.PARAM_HEAD
                 return True
             self._close_call()
             if marker == self.invoke_close:
-                self.state = "calls"
+                self.state = Invoke.CALLS
             else:
                 self.end_block()
             return True
@@ -221,7 +232,7 @@ class InvokeParser(BlockParser):
             self._key = self._attrs.get("name", "")
             if self._key:
                 self._parts = []
-                self.state = "value"
+                self.state = Invoke.VALUE
                 return True
         return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
 
@@ -251,7 +262,7 @@ class InvokeParser(BlockParser):
             if closes:
                 self.pos = resume
                 self._member()
-                self.state = "params"
+                self.state = Invoke.PARAMS
                 return True
             self._parts.append(marker)  # a closing tag quoted inside the value
         self.pos = resume
@@ -305,7 +316,7 @@ class InvokeParser(BlockParser):
         if marker == self.cur_end:
             self.end_block()
         else:
-            self.state = "head" if marker == self.invoke_open else "calls"
+            self.state = Invoke.HEAD if marker == self.invoke_open else Invoke.CALLS
         return True
 
 
@@ -321,7 +332,7 @@ def invoke_parser(
     tags; ``special`` the markers that are single special tokens. Not registered."""
     attrs = {
         "name": name,
-        "starts": {calls[0]: "calls"},
+        "starts": {calls[0]: Invoke.CALLS},
         "end": calls[1],
         "invoke_open": invoke[0],
         "invoke_close": invoke[1],

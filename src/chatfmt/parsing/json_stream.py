@@ -25,7 +25,8 @@ _LITERAL_OK = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|
 _HEX = frozenset("0123456789abcdefABCDEF")
 _ESCAPES = frozenset('"\\/bfnrt')
 
-# scanner states
+# Scanner states: plain ints, not an Enum (see .states) — the scanner's loop tests them for
+# every character it does not skip with a regular expression, the hottest loop of parsing.
 (
     _VALUE,
     _VALUE_OR_CLOSE,

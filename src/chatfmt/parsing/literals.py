@@ -18,6 +18,7 @@ import warnings
 from typing import Any
 
 from .base import WS, Emitter
+from .xml_values import ArgPart
 
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -62,7 +63,7 @@ class KwargsCall:
         self.index = index
         self.close = close
         self.finished = False
-        self._state = "key"
+        self._state = ArgPart.KEY
         self._first = True
         self._key: list[str] = []
         self._val: list[str] = []
@@ -94,7 +95,7 @@ class KwargsCall:
         n = len(text)
         while pos < n and not self.finished:
             c = text[pos]
-            if self._state == "key":
+            if self._state is ArgPart.KEY:
                 if c in WS or c == ",":
                     pos += 1
                 elif c == self.close and not self._key:
@@ -102,7 +103,7 @@ class KwargsCall:
                     self._end()
                 elif c == "=":
                     pos += 1
-                    self._state = "value"
+                    self._state = ArgPart.VALUE
                 elif c.isalnum() or c == "_":
                     self._key.append(c)
                     pos += 1
@@ -136,7 +137,7 @@ class KwargsCall:
                 continue
             if self._depth == 0 and c in (",", self.close):
                 self._emit_arg()
-                self._state = "key"
+                self._state = ArgPart.KEY
                 pos += 1
                 if c == self.close:
                     self._end()
@@ -148,7 +149,11 @@ class KwargsCall:
             self._val.append(c)
             pos += 1
         if final and not self.finished:
-            rest = "".join(self._key) + ("=" if self._state == "value" else "") + "".join(self._val)
+            rest = (
+                "".join(self._key)
+                + ("=" if self._state is ArgPart.VALUE else "")
+                + "".join(self._val)
+            )
             self._broken("truncated", rest)
         return pos
 

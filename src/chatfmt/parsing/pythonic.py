@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar, Literal
 
 from .._moved import moved_name
 from .base import Emitter
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
 from .literals import NotLiteral, python_literal
 from .special import SpecialTokens
-from .xml_values import KeywordArgs
+from .states import State
+from .xml_values import ArgPart, KeywordArgs
 
 #: How far the scanner looks ahead to decide a ``[``, a key or a quote (then it decides anyway).
 LOOKAHEAD = 256
@@ -219,7 +221,7 @@ class PythonicArgs(KeywordArgs):
         n = len(text)
         raw = self._raw
         while pos < n and self.status is None:
-            if self._state == "key":
+            if self._state is ArgPart.KEY:
                 j = _skip_ws(text, pos)
                 if j > pos:
                     raw.append(text[pos:j])
@@ -244,12 +246,12 @@ class PythonicArgs(KeywordArgs):
                     self._key = m.group(1)
                     raw.append(text[pos : m.end()])
                     pos = m.end()
-                    self._state = "value"
+                    self._state = ArgPart.VALUE
                     continue
                 if not final and n - pos < LOOKAHEAD and _KEY_PREFIX.fullmatch(text, pos):
                     break  # maybe a key: wait
                 self._key = None  # a positional argument
-                self._state = "value"
+                self._state = ArgPart.VALUE
                 continue
             if self._quote:
                 at = self._string(text, pos, final)
@@ -268,7 +270,7 @@ class PythonicArgs(KeywordArgs):
                 continue
             if self._depth <= 0 and c in ",)":
                 self._finish_value()
-                self._state = "key"
+                self._state = ArgPart.KEY
                 if c == ")":
                     pos += 1
                     self._end()
@@ -295,18 +297,30 @@ class PythonicArgs(KeywordArgs):
             self.status = "failed"
 
 
+class Pythonic(State):
+    """States of :class:`PythonicParser` beyond :class:`~.blocks.Block`."""
+
+    PY_BARE = auto()  # a ``[`` in the text: a call list or prose?
+    PY_BLOCK = auto()  # inside a start marker
+    PY_CALL = auto()  # a call's arguments
+    PY_AFTER = auto()  # after a call: ``,``, ``]`` or the end marker
+    PY_NEXT = auto()  # after ``,``: the next call's head
+
+
 class PythonicParser(BlockParser):
     """Pythonic call lists, bare or in ``<|python_start|>`` blocks (see module doc).
 
-    States besides :class:`~.blocks.BlockParser`'s: ``py_bare`` (a ``[`` in the
-    text: a call list or prose?), ``py_block`` (inside a start marker), ``py_call``
-    (a call's arguments), ``py_after`` (after a call: ``,``, ``]`` or the end marker),
-    ``py_next`` (after ``,``: the next call's head).
+    States besides :class:`~.blocks.BlockParser`'s: :class:`Pythonic`.
     """
+
+    states = Pythonic
 
     name = "pythonic"
     special_markers: ClassVar[tuple[str, ...]] = ("<|python_start|>", "<|python_end|>")
-    starts: ClassVar[Mapping[str, str]] = {"<|python_start|>": "py_block", "[": "py_bare"}
+    starts: ClassVar[Mapping[str, State]] = {
+        "<|python_start|>": Pythonic.PY_BLOCK,
+        "[": Pythonic.PY_BARE,
+    }
     ends: ClassVar[Mapping[str, str | None]] = {"<|python_start|>": "<|python_end|>"}
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
@@ -321,13 +335,13 @@ class PythonicParser(BlockParser):
     def _start_py_call(self, name: str, at: int) -> None:
         self.args = PythonicArgs(self.out, self.out.start_call(name))
         self.pos = at
-        self.state = "py_call"
+        self.state = Pythonic.PY_CALL
 
     def _not_calls(self) -> None:
         """What follows is not a call: inside a block a flagged call, else content."""
         if self.cur_end:
             self.junk_index = self.out.start_call("", error="not a tool call")
-            self.state = "junk"
+            self.state = Block.JUNK
         else:
             self.end_block()
 
@@ -357,14 +371,14 @@ class PythonicParser(BlockParser):
             return True
         buf, pos = self.buf, self.pos
         if buf[pos] == "{":
-            self.state = "gap"  # JSON call objects
+            self.state = Block.GAP  # JSON call objects
             return True
         if buf[pos] == "[":
             inner = _skip_ws(buf, pos + 1)
             if inner == len(buf) and not self.final:
                 return False
             if inner < len(buf) and buf[inner] in "{]":
-                self.state = "gap"  # a JSON list (or an empty one)
+                self.state = Block.GAP  # a JSON list (or an empty one)
                 return True
             head = call_head(buf, pos + 1, self.final)
             if head is None:
@@ -392,7 +406,7 @@ class PythonicParser(BlockParser):
             return False
         self.args = None
         self.block_calls += 1
-        self.state = "py_after"
+        self.state = Pythonic.PY_AFTER
         return True
 
     def _s_py_after(self) -> bool:
@@ -412,12 +426,12 @@ class PythonicParser(BlockParser):
             return False
         c = buf[at]
         if c == ",":
-            self.state = "py_next"
+            self.state = Pythonic.PY_NEXT
             return True
         if c == "]" and self.bracketed:
             self.pos = at + 1
             self.bracketed = False
-            self.state = "after_list" if self.cur_end else "text"
+            self.state = Block.AFTER_LIST if self.cur_end else Block.TEXT
             return True
         if self.cur_end:
             self.pos = at

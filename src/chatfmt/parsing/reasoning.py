@@ -12,19 +12,30 @@ either. A block that never closes (truncated thinking) is all reasoning.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .base import WS, Emitter, FormatParser
 from .markers import marker_set
 from .special import SpecialTokens
+from .states import State, StateMachine
 
 _OPEN, _CLOSE = "<think>", "</think>"
 
 
-class ThinkParser(FormatParser):
-    """States: ``start`` (before any text), ``prefilled`` (a repeated ``<think>``?),
-    ``reasoning``, ``after`` (strip whitespace), ``inner`` (the answer, to the tool parser).
+class Think(State):
+    """States of :class:`ThinkParser`."""
+
+    START = auto()  # before any text: an opener, else the answer
+    PREFILLED = auto()  # the prompt opened the block: a repeated opener?
+    REASONING = auto()
+    AFTER = auto()  # whitespace after the block
+    INNER = auto()  # the answer, given to the tool parser
+
+
+class ThinkParser(StateMachine, FormatParser):
+    """States: :class:`Think`.
 
     Other families' blocks are subclasses with other markers (:attr:`open_marker`,
     :attr:`close_marker`, and :attr:`special_markers` / :attr:`openers` to match;
@@ -33,13 +44,19 @@ class ThinkParser(FormatParser):
     recognised right after the reasoning block.
     """
 
+    states: ClassVar[type[State] | None] = Think
+
     name = "think"
     #: The markers that open and close the reasoning block.
     open_marker: ClassVar[str] = _OPEN
     close_marker: ClassVar[str] = _CLOSE
     special_markers: ClassVar[tuple[str, ...]] = (_OPEN, _CLOSE)
-    openers: ClassVar[tuple[tuple[str, str], ...]] = ((_OPEN, "reasoning"),)
-    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ()
+    openers: ClassVar[tuple[tuple[str, State], ...]] = ((_OPEN, Think.REASONING),)
+    after_openers: ClassVar[tuple[tuple[str, State], ...]] = ()
+
+    @classmethod
+    def configured_states(cls) -> Iterable[Any]:
+        return [state for _marker, state in (*cls.openers, *cls.after_openers)]
 
     def __init__(
         self, inner: FormatParser, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]
@@ -47,14 +64,11 @@ class ThinkParser(FormatParser):
         super().__init__(out, budget, options)
         self.inner = inner
         self._close = marker_set((self.close_marker,), frozenset(self.special_markers))
-        self.state = "prefilled" if options.get("thinking_prefilled") else "start"
+        self.state = Think.PREFILLED if options.get("thinking_prefilled") else Think.START
         self._heads = self.openers  # the openers the ``start`` state looks for
         self._lead = True  # strip leading whitespace of the reasoning
         self._ws = ""  # held trailing whitespace of the reasoning
         self._inner_fed = False
-
-    def step(self) -> bool:
-        return bool(getattr(self, "_s_" + self.state)())
 
     def _s_start(self) -> bool:
         """Before the first text: an opener (after whitespace), else the answer starts."""
@@ -71,7 +85,7 @@ class ThinkParser(FormatParser):
                     return True
             elif marker.startswith(rest) and not self.final:
                 return False
-        self.state = "inner"
+        self.state = Think.INNER
         return True
 
     def _s_prefilled(self) -> bool:
@@ -83,7 +97,7 @@ class ThinkParser(FormatParser):
         at = len(self.buf) - len(rest)
         if rest.startswith(opener) and self.real(opener, at):
             self.pos = at + len(opener)
-        self.state = "reasoning"
+        self.state = Think.REASONING
         return True
 
     def _s_reasoning(self) -> bool:
@@ -101,7 +115,7 @@ class ThinkParser(FormatParser):
             self._ws = ""
             if marker is None:
                 return False
-            self.state = "after"
+            self.state = Think.AFTER
             return True
         body = text.rstrip(WS)
         if body:
@@ -116,9 +130,9 @@ class ThinkParser(FormatParser):
             return False
         if self.after_openers:
             self._heads = self.after_openers
-            self.state = "start"
+            self.state = Think.START
         else:
-            self.state = "inner"
+            self.state = Think.INNER
         return True
 
     def _s_inner(self) -> bool:
@@ -147,7 +161,7 @@ class ThinkParser(FormatParser):
         return min(self.offset, self.inner.low_water()) if self._inner_fed else self.offset
 
     def close(self) -> None:
-        if self.state == "reasoning":
+        if self.state is Think.REASONING:
             self.out.reasoning(self._ws.rstrip(WS))
         self.inner.finish()
 
@@ -165,7 +179,7 @@ def think_parser(
         "open_marker": open_marker,
         "close_marker": close_marker,
         "special_markers": (open_marker, close_marker),
-        "openers": ((open_marker, "reasoning"),),
+        "openers": ((open_marker, Think.REASONING),),
         "__doc__": f"Reasoning in ``{open_marker}…{close_marker}`` before the answer.",
         "__module__": __name__,
     }

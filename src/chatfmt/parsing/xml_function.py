@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from .._moved import moved_name
 from .base import WS, Emitter
-from .blocks import BlockParser
+from .blocks import Block, BlockParser
 from .special import SpecialTokens
+from .states import State
 from .xml_values import JsonMembers, _types, parameter_schema, typed_value
 
 _FN, _FN_END = "<function=", "</function>"
@@ -60,14 +62,25 @@ def _is_text(schema: Any) -> bool:
     return not kinds or kinds == ["string"]
 
 
+class Qwen3Coder(State):
+    """States of :class:`Qwen3CoderParser` beyond :class:`~.blocks.Block`."""
+
+    FN_NAME = auto()  # ``<function=NAME>``
+    PARAMS = auto()  # between parameters
+    KEY = auto()  # ``<parameter=KEY>``
+    VALUE = auto()  # a parameter's value
+    VALUE_CLOSE = auto()  # is this ``</parameter>`` the end?
+
+
 class Qwen3CoderParser(BlockParser):
     """``<tool_call><function=name><parameter=k>v</parameter>…</function></tool_call>`` (see module doc).
 
     Subclasses set the wrapper (``starts``, ``end`` and :attr:`close_marker`, the same).
-    States: ``text``, ``gap`` (inside a wrapper, between functions), ``fn_name``,
-    ``params`` (between parameters), ``key``, ``value``, ``value_close`` (is this
-    ``</parameter>`` the end?), ``junk`` (rest of a broken block).
+    States: :class:`Qwen3Coder` and :class:`~.blocks.Block`'s (``GAP``: inside a wrapper,
+    between functions; ``JUNK``: the rest of a broken block).
     """
+
+    states = Qwen3Coder
 
     name = "qwen3_coder"
     close_marker: ClassVar[str] = "</tool_call>"
@@ -75,7 +88,7 @@ class Qwen3CoderParser(BlockParser):
     #: ``</parameter>`` (markup, dropped once each), or the value right between the tags.
     value_newlines: ClassVar[bool] = True
     special_markers = ("<tool_call>", "</tool_call>")
-    starts: ClassVar[Mapping[str, str]] = {"<tool_call>": "block", _FN: "fn_name"}
+    starts: ClassVar[Mapping[str, State]] = {"<tool_call>": Block.GAP, _FN: Qwen3Coder.FN_NAME}
     end = "</tool_call>"
     ends: ClassVar[Mapping[str, str | None]] = {_FN: _FN_END}
 
@@ -130,7 +143,7 @@ class Qwen3CoderParser(BlockParser):
         if hit is None:
             return False
         if hit:
-            self.state = "fn_name"
+            self.state = Qwen3Coder.FN_NAME
             return True
         return super()._s_gap()  # the end marker, a JSON call object, or junk
 
@@ -160,12 +173,12 @@ class Qwen3CoderParser(BlockParser):
                 return True
             self.junk_index = self.out.start_call("", error="no tool name")
             self.out.args(self.junk_index, _FN)
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._fn_name = name
         self._index = self.out.start_call(name)
         self._members = JsonMembers(self.out, self._index)
-        self.state = "params"
+        self.state = Qwen3Coder.PARAMS
         return True
 
     # ------------------------------------------------------------------ parameters
@@ -176,7 +189,12 @@ class Qwen3CoderParser(BlockParser):
                 self.end_block()
                 return True
             return False
-        for marker, state in ((_P, "key"), (_FN_END, None), (self.close_marker, "")):
+        ends: tuple[tuple[str, State | None], ...] = (
+            (_P, Qwen3Coder.KEY),
+            (_FN_END, None),
+            (self.close_marker, Block.TEXT),
+        )
+        for marker, state in ends:
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -186,9 +204,9 @@ class Qwen3CoderParser(BlockParser):
                     if self._bare:
                         self.end_block()
                     else:
-                        self.state = "gap"
+                        self.state = Block.GAP
                     return True
-                if state == "":  # the wrapper closed without </function>
+                if state is Block.TEXT:  # the wrapper closed without </function>
                     self._close_call()
                     self.end_block()
                     return True
@@ -219,7 +237,7 @@ class Qwen3CoderParser(BlockParser):
         self.out.fail(self._index, reason)
         self._members = None
         self.junk_index = self._index
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _s_key(self) -> bool:
@@ -245,7 +263,7 @@ class Qwen3CoderParser(BlockParser):
             head = json.dumps(key, ensure_ascii=False) + ': "'
             self.out.args(self._index, (", " if members.started else "{") + head)
             members.started = True
-        self.state = "value"
+        self.state = Qwen3Coder.VALUE
         return True
 
     # ------------------------------------------------------------------ values
@@ -290,11 +308,11 @@ class Qwen3CoderParser(BlockParser):
         if marker is None:
             return False
         if marker == _P_END:
-            self.state = "value_close"
+            self.state = Qwen3Coder.VALUE_CLOSE
             return True
         self.pos = end + 1  # a missing </parameter>: the newline ends the value
         self._end_value()
-        self.state = "params"
+        self.state = Qwen3Coder.PARAMS
         return True
 
     def _s_value_close(self) -> bool:
@@ -322,11 +340,11 @@ class Qwen3CoderParser(BlockParser):
         if ends:
             self.pos = after
             self._end_value()
-            self.state = "params"
+            self.state = Qwen3Coder.PARAMS
             return True
         self._value_text(buf[self.pos : after])  # a look-alike: value text
         self.pos = after
-        self.state = "value"
+        self.state = Qwen3Coder.VALUE
         return True
 
     def _value_cut(self) -> bool:

@@ -17,10 +17,12 @@ import ast
 import json
 import math
 from collections.abc import Mapping
+from enum import auto
 from typing import Any
 
 from .base import Emitter
 from .json_stream import loads_or_none
+from .states import State
 
 _TRUE = ("true", "True")
 _FALSE = ("false", "False")
@@ -155,6 +157,13 @@ class JsonMembers:
         self.out.args(self.index, "}" if self.started else "{}")
 
 
+class ArgPart(State):
+    """Where a ``key=value`` argument scanner is (its loop tests this per token)."""
+
+    KEY = auto()  # before an argument: its key (or a positional value)
+    VALUE = auto()  # the argument's value
+
+
 class KeywordArgs:
     """Shared state of the scanners of ``key=value`` / ``key:value`` argument lists (pythonic
     calls, Gemma 4): members streamed as JSON, or — once a value does not read — the call
@@ -180,7 +189,7 @@ class KeywordArgs:
         self.index = index
         self.status: str | None = None
         self._members = JsonMembers(out, index)
-        self._state = "key"
+        self._state = ArgPart.KEY
         self._key: str | None = None
         self._raw: list[str] = []  # raw text of the current argument (separators included)
         self._depth = 0

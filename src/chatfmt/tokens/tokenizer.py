@@ -165,8 +165,6 @@ def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[np.nd
     if threads > 1 and len(texts) > 1 and total > _PARALLEL_MIN_CHARS:
         # One task per thread over a contiguous share of the text (tiktoken releases the GIL);
         # a future per run would cost more than short runs take to encode.
-        from concurrent.futures import ThreadPoolExecutor
-
         bounds = [0]
         share, acc = total / threads, 0
         for i, t in enumerate(texts):
@@ -178,10 +176,24 @@ def _tiktoken_encode(enc: Any, texts: Sequence[str], threads: int) -> list[np.nd
         def part(k: int) -> list[np.ndarray]:
             return [one(t) for t in texts[bounds[k] : bounds[k + 1]]]
 
-        with ThreadPoolExecutor(threads) as pool:
-            parts = list(pool.map(part, range(len(bounds) - 1)))
+        parts = list(_pool(threads).map(part, range(len(bounds) - 1)))
         return [ids for chunk in parts for ids in chunk]
     return [one(t) for t in texts]
+
+
+#: Thread pools by size, kept for the process that made them (a forked child makes its own).
+_POOLS: dict[tuple[int, int], Any] = {}
+
+
+def _pool(threads: int) -> Any:
+    """A ``ThreadPoolExecutor`` of ``threads`` workers, reused across calls."""
+    key = (os.getpid(), threads)
+    pool = _POOLS.get(key)
+    if pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = _POOLS[key] = ThreadPoolExecutor(threads, thread_name_prefix="chatfmt-encode")
+    return pool
 
 
 #: Below this many characters a batch is encoded on the calling thread.

@@ -11,11 +11,13 @@ the reasoning parser.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
 from ...parsing.base import WS
-from ...parsing.blocks import BlockParser
-from ...parsing.reasoning import ThinkParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.states import State
 from .markers import (
     BEGIN_FINAL_RESPONSE,
     END_FINAL_RESPONSE,
@@ -28,17 +30,31 @@ _HEAD = HERE_ARE_MY_REASONING_STEPS
 _BEGIN, _END = BEGIN_FINAL_RESPONSE, END_FINAL_RESPONSE
 
 
+class _Apriel(State):
+    """States of :class:`AprielParser` beyond :class:`~.blocks.Block`."""
+
+    LEAD = auto()  # whitespace after a final-response marker
+
+
 class AprielParser(BlockParser):
     """``<tool_calls>[…]</tool_calls>``; the final-response markers are dropped, with the
     whitespace next to them (and before ``<tool_calls>``): trailing whitespace of the text is
     held until what follows it decides."""
 
+    states = _Apriel
+
     name = "apriel"
     special_markers = (TOOL_CALLS, TOOL_CALLS_CLOSE)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "block", _BEGIN: "lead", _END: "lead"}
+    starts: ClassVar[Mapping[str, State]] = {
+        TOOL_CALLS: Block.GAP,
+        _BEGIN: _Apriel.LEAD,
+        _END: _Apriel.LEAD,
+    }
     end = TOOL_CALLS_CLOSE
 
-    _ws = ""  # held trailing whitespace of the text
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ws = ""  # held trailing whitespace of the text
 
     def _s_text(self) -> bool:
         end, marker, resume = self.text_markers.split(self.buf, self.pos, self.real)
@@ -73,4 +89,4 @@ class AprielReasoningParser(ThinkParser):
     open_marker = _HEAD
     close_marker = _BEGIN
     special_markers = (_HEAD, _BEGIN)
-    openers = ((_HEAD, "reasoning"),)
+    openers = ((_HEAD, Think.REASONING),)

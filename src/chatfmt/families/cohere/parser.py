@@ -10,10 +10,12 @@ block: the ``command_a`` reasoning parser reads it then.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
 from ...parsing.reasoning import think_parser
+from ...parsing.states import State
 from .markers import (
     ACTION,
     END_ACTION,
@@ -34,19 +36,28 @@ _TEXT, _TEXT_END = START_TEXT, END_TEXT
 _ACTION = ACTION
 
 
+class _CommandR(State):
+    """States of :class:`CommandRParser` beyond :class:`~.blocks.Block`."""
+
+    ACTION = auto()  # after ``Action:``: a ```json fence or text
+    THINK = auto()  # Command R7B's thinking block
+
+
 class CommandRParser(BlockParser):
     """See module doc."""
 
+    states = _CommandR
+
     name = "command_r"
     special_markers = (_ACT, _ACT_END, _THINK, _THINK_END, _RESP, _RESP_END, _TEXT, _TEXT_END)
-    starts: ClassVar[Mapping[str, str]] = {
-        _ACT: "block",
-        _ACTION: "action",
-        _THINK: "think",
-        _RESP: "text",
-        _RESP_END: "text",
-        _TEXT: "text",
-        _TEXT_END: "text",
+    starts: ClassVar[Mapping[str, State]] = {
+        _ACT: Block.GAP,
+        _ACTION: _CommandR.ACTION,
+        _THINK: _CommandR.THINK,
+        _RESP: Block.TEXT,
+        _RESP_END: Block.TEXT,
+        _TEXT: Block.TEXT,
+        _TEXT_END: Block.TEXT,
     }
     ends: ClassVar[Mapping[str, str | None]] = {_ACT: _ACT_END, _ACTION: FENCE}
     name_keys = ("tool_name", "name")
@@ -71,7 +82,7 @@ class CommandRParser(BlockParser):
             ):
                 self.pos = p  # wait for the language tag
                 return False
-            self.state = "gap"
+            self.state = Block.GAP
             return True
         self.out.content(_ACTION)
         self.end_block()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ...parsing.invoke import InvokeParser, _declares_type
+from ...parsing.invoke import Invoke, InvokeParser, _declares_type
 from ...parsing.json_stream import loads_or_none
+from ...parsing.states import State
 from ...parsing.xml_values import typed_value
 
 # ---------------------------------------------------------------------- DeepSeek DSML
@@ -24,7 +25,7 @@ class DeepSeekDSMLParser(InvokeParser):
     """
 
     name = "deepseek_v32"
-    starts: ClassVar[Mapping[str, str]] = {_FC: "calls", _TC: "calls"}
+    starts: ClassVar[Mapping[str, State]] = {_FC: Invoke.CALLS, _TC: Invoke.CALLS}
     ends: ClassVar[Mapping[str, str | None]] = {_FC: _FC_END, _TC: _TC_END}
     invoke_open = f"<{_DSML}invoke"
     invoke_close = f"</{_DSML}invoke>"

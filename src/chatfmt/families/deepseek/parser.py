@@ -8,9 +8,11 @@ after ``<｜tool▁sep｜>`` a JSON value means the V3.1 form.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser, RawArgs
+from ...parsing.blocks import Block, BlockParser, RawArgs
+from ...parsing.states import State
 from .markers import TOOL_CALL_BEGIN, TOOL_CALL_END, TOOL_CALLS_BEGIN, TOOL_CALLS_END, TOOL_SEP
 
 CALLS_BEGIN, CALLS_END = TOOL_CALLS_BEGIN, TOOL_CALLS_END
@@ -18,20 +20,36 @@ CALL_BEGIN, CALL_END, SEP = TOOL_CALL_BEGIN, TOOL_CALL_END, TOOL_SEP
 _MAX_HEAD = 512
 
 
+class _DS(State):
+    """States of :class:`DeepSeekV3Parser` beyond :class:`~.blocks.Block`."""
+
+    DS_GAP = auto()  # between calls
+    DS_HEAD = auto()  # V3.1's name or V3's call type, up to the separator
+    DS_AFTER_SEP = auto()  # V3.1's JSON arguments or V3's name line
+    DS_FENCE = auto()  # V3's ```json line
+    DS_ARGS = auto()
+    DS_TAIL = auto()  # the closing fence and the call's end
+    DS_JUNK = auto()
+
+
 class DeepSeekV3Parser(BlockParser):
     """See module doc."""
 
+    states = _DS
+
     name = "deepseek_v3"
     special_markers = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP)
-    starts: ClassVar[Mapping[str, str]] = {CALLS_BEGIN: "ds_gap", CALL_BEGIN: "ds_head"}
+    starts: ClassVar[Mapping[str, State]] = {CALLS_BEGIN: _DS.DS_GAP, CALL_BEGIN: _DS.DS_HEAD}
     end = CALL_END
 
-    _head = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head = ""
 
     def _s_ds_gap(self) -> bool:
         if not self.skip_ws():
             return False
-        for marker, state in ((CALL_BEGIN, "ds_head"), (CALLS_END, "text")):
+        for marker, state in ((CALL_BEGIN, _DS.DS_HEAD), (CALLS_END, Block.TEXT)):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -59,9 +77,9 @@ class DeepSeekV3Parser(BlockParser):
         if marker != SEP:
             index = self.out.start_call(self._head, error="no arguments")
             self.out.args(index, "")
-            self.state = "ds_gap"
+            self.state = _DS.DS_GAP
             return True
-        self.state = "ds_after_sep"
+        self.state = _DS.DS_AFTER_SEP
         return True
 
     def _s_ds_after_sep(self) -> bool:
@@ -72,7 +90,7 @@ class DeepSeekV3Parser(BlockParser):
             return False
         if self.buf[self.pos] in "{[":
             self.raw = RawArgs(self.out, self.out.start_call(self._head))
-            self.state = "ds_args"
+            self.state = _DS.DS_ARGS
             return True
         got = self._line("\n", CALL_END)
         if got is None:
@@ -81,10 +99,10 @@ class DeepSeekV3Parser(BlockParser):
         index = self.out.start_call(name)
         if marker != "\n":
             self.out.fail(index, "no arguments")
-            self.state = "ds_gap"
+            self.state = _DS.DS_GAP
             return True
         self.raw = RawArgs(self.out, index)
-        self.state = "ds_fence"
+        self.state = _DS.DS_FENCE
         return True
 
     def _s_ds_fence(self) -> bool:
@@ -101,14 +119,14 @@ class DeepSeekV3Parser(BlockParser):
                     return False
                 nl = len(self.buf) - 1
             self.pos = nl + 1
-        self.state = "ds_args"
+        self.state = _DS.DS_ARGS
         return True
 
     def _s_ds_args(self) -> bool:
         status = self.feed_raw_args()
         if status is None:
             return False
-        self.state = "ds_junk" if status == "failed" else "ds_tail"
+        self.state = _DS.DS_JUNK if status == "failed" else _DS.DS_TAIL
         return True
 
     def _s_ds_tail(self) -> bool:
@@ -123,7 +141,7 @@ class DeepSeekV3Parser(BlockParser):
         if hit is None:
             return False
         if hit:
-            self.state = "ds_gap"
+            self.state = _DS.DS_GAP
             return True
         self.end_block()
         return True
@@ -131,6 +149,6 @@ class DeepSeekV3Parser(BlockParser):
     def _s_ds_junk(self) -> bool:
         self.cur_end = CALL_END
         done = self._s_junk()
-        if self.state == "text":
-            self.state = "ds_gap"
+        if self.state is Block.TEXT:
+            self.state = _DS.DS_GAP
         return done

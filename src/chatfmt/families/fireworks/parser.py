@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import FUNCTOOLS
 
 
@@ -18,4 +19,4 @@ class FireFunctionV2Parser(BlockParser):
     """``functools[…]`` calls after the text (see module doc)."""
 
     name = "firefunction_v2"
-    starts: ClassVar[Mapping[str, str]] = {FUNCTOOLS: "block"}
+    starts: ClassVar[Mapping[str, State]] = {FUNCTOOLS: Block.GAP}

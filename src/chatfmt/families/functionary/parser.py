@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from ...parsing.base import Emitter
-from ...parsing.blocks import BlockParser, RawArgs
+from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.special import SpecialTokens
+from ...parsing.states import State
 from .markers import FUNCTION, PROMPT_ARROWS, PYTHON_TAG
 
 FUNC_OPEN, FUNC_CLOSE = FUNCTION, "</function>"
@@ -48,14 +50,29 @@ class CodeArgs:
         self.out.args(self.index, '"}')
 
 
+class FunctionTag(State):
+    """States of :class:`FunctionTagCalls` beyond :class:`~.blocks.Block`."""
+
+    FN_HEAD = auto()  # the name in ``<function=NAME>``
+    FN_ARGS = auto()  # its JSON arguments
+    FN_TAIL = auto()  # an optional ``</function>``
+    PY_ARGS = auto()  # JSON arguments of a ``python`` call
+    PY_CODE = auto()  # code of a ``python`` call
+
+
 class FunctionTagCalls(BlockParser):
     """States for ``<function=NAME>{…}</function>``: a subclass maps :data:`FUNC_OPEN` to
-    ``"fn_head"`` in its ``starts``. Also the ``python`` code call (``py_code`` after
+    :attr:`FunctionTag.FN_HEAD` in its ``starts``. Also the ``python`` code call (``PY_CODE`` after
     :meth:`start_python`), which ends at :attr:`python_end` or the end of output."""
+
+    states: ClassVar[type[State] | None] = FunctionTag
 
     #: The marker that ends a ``python`` code call (None: the end of output).
     python_end: ClassVar[str | None] = None
-    code_args: CodeArgs | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.code_args: CodeArgs | None = None
 
     def _s_fn_head(self) -> bool:
         close = self.buf.find(">", self.pos, self.pos + _MAX_NAME + 1)
@@ -73,7 +90,7 @@ class FunctionTagCalls(BlockParser):
             return True
         self.pos = close + 1
         self.raw = RawArgs(self.out, self.out.start_call(name))
-        self.state = "fn_args"
+        self.state = FunctionTag.FN_ARGS
         return True
 
     def _s_fn_args(self) -> bool:
@@ -82,9 +99,9 @@ class FunctionTagCalls(BlockParser):
             return False
         if status == "failed":
             self.cur_end = FUNC_CLOSE
-            self.state = "junk"
+            self.state = Block.JUNK
         else:
-            self.state = "fn_tail"
+            self.state = FunctionTag.FN_TAIL
         return True
 
     def _s_fn_tail(self) -> bool:
@@ -111,10 +128,10 @@ class FunctionTagCalls(BlockParser):
         index = self.out.start_call("python")
         if self.buf[self.pos] == "{":
             self.raw = RawArgs(self.out, index)
-            self.state = "py_args"
+            self.state = FunctionTag.PY_ARGS
         else:
             self.code_args = CodeArgs(self.out, index)
-            self.state = "py_code"
+            self.state = FunctionTag.PY_CODE
         return True
 
     def _s_py_args(self) -> bool:
@@ -123,7 +140,7 @@ class FunctionTagCalls(BlockParser):
             return False
         if status == "failed":
             self.cur_end = self.python_end
-            self.state = "junk"
+            self.state = Block.JUNK
         else:
             self.end_block()
         return True
@@ -152,32 +169,55 @@ class FunctionTagCalls(BlockParser):
         self.end_block()
 
 
+class _V31(State):
+    """States of :class:`FunctionaryV31Parser` beyond :class:`FunctionTag`."""
+
+    PY_HEAD = auto()  # after ``<|python_tag|>``
+
+
 class FunctionaryV31Parser(FunctionTagCalls):
     """Functionary v3.1 (Llama 3.1 based): ``<function=NAME>{…}</function>`` and
     ``<|python_tag|>`` code (see module doc)."""
 
+    states = _V31
+
     name = "functionary_v31"
     special_markers = (PYTHON_TAG,)
-    starts: ClassVar[Mapping[str, str]] = {FUNC_OPEN: "fn_head", PYTHON_TAG: "py_head"}
+    starts: ClassVar[Mapping[str, State]] = {
+        FUNC_OPEN: FunctionTag.FN_HEAD,
+        PYTHON_TAG: _V31.PY_HEAD,
+    }
 
     def _s_py_head(self) -> bool:
         return self.start_python()
 
 
+class _V32(State):
+    """States of :class:`FunctionaryV32Parser` beyond :class:`FunctionTag`."""
+
+    V32_START = auto()  # a leading ``>>>``?
+    V32_RECIPIENT = auto()  # the recipient line
+    V32_PYTHON = auto()  # after a ``python`` recipient: JSON or code
+    V32_ARGS = auto()  # JSON arguments
+    V32_JUNK = auto()
+    V32_AFTER = auto()  # after a call
+
+
 class FunctionaryV32Parser(FunctionTagCalls):
     """Functionary v3.2: ``>>>RECIPIENT\\n`` segments (see module doc).
 
-    States: ``v32_start`` (a leading ``>>>``?), ``v32_recipient`` (the recipient line),
-    ``text`` (an ``all`` segment), call arguments, ``v32_after`` (after a call).
+    States: :class:`_V32` (an ``all`` segment is :attr:`~.blocks.Block.TEXT`).
     """
 
+    states = _V32
+
     name = "functionary_v32"
-    starts: ClassVar[Mapping[str, str]] = {ARROW: "v32_recipient"}
+    starts: ClassVar[Mapping[str, State]] = {ARROW: _V32.V32_RECIPIENT}
     python_end = ARROW
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         super().__init__(out, budget, options)
-        self.state = "v32_start"
+        self.state = _V32.V32_START
         self._arrow = ""  # the ">>>" before the recipient being read ("" when prefilled)
 
     def enter(self, marker: str) -> None:
@@ -189,7 +229,7 @@ class FunctionaryV32Parser(FunctionTagCalls):
         if hit is None:
             return False
         self._arrow = ARROW if hit else ""
-        self.state = "v32_recipient"
+        self.state = _V32.V32_RECIPIENT
         return True
 
     def _s_v32_recipient(self) -> bool:
@@ -214,23 +254,23 @@ class FunctionaryV32Parser(FunctionTagCalls):
         if recipient == "all":
             self.end_block()
         elif recipient == "python":
-            self.state = "v32_python"
+            self.state = _V32.V32_PYTHON
         else:
             self.raw = RawArgs(self.out, self.out.start_call(recipient))
-            self.state = "v32_args"
+            self.state = _V32.V32_ARGS
         return True
 
     def _s_v32_python(self) -> bool:
         if self.skip_ws() and self.buf[self.pos] == "{":  # JSON arguments, as for any call
             self.raw = RawArgs(self.out, self.out.start_call("python"))
-            self.state = "v32_args"
+            self.state = _V32.V32_ARGS
             return True
         return self.start_python()
 
     def after_code(self, at_end_marker: bool) -> None:
         if at_end_marker:  # the code ended at ">>>": a new segment
             self._arrow = ARROW
-            self.state = "v32_recipient"
+            self.state = _V32.V32_RECIPIENT
         else:
             self.end_block()
 
@@ -240,16 +280,16 @@ class FunctionaryV32Parser(FunctionTagCalls):
             return False
         if status == "failed":
             self.cur_end = ARROW
-            self.state = "v32_junk"
+            self.state = _V32.V32_JUNK
         else:
-            self.state = "v32_after"
+            self.state = _V32.V32_AFTER
         return True
 
     def _s_v32_junk(self) -> bool:
         more = self._s_junk()
-        if self.state == "text":  # the junk ended at ">>>": a new segment
+        if self.state is Block.TEXT:  # the junk ended at ">>>": a new segment
             self._arrow = ARROW
-            self.state = "v32_recipient"
+            self.state = _V32.V32_RECIPIENT
         return more
 
     def _s_v32_after(self) -> bool:
@@ -264,7 +304,7 @@ class FunctionaryV32Parser(FunctionTagCalls):
             return False
         if hit:
             self._arrow = ARROW
-            self.state = "v32_recipient"
+            self.state = _V32.V32_RECIPIENT
         else:
             self.pos = start  # text after a call without a new segment: content
             self.end_block()

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from ...parsing.base import WS, Emitter
-from ...parsing.blocks import BlockParser
-from ...parsing.reasoning import ThinkParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.reasoning import Think, ThinkParser
 from ...parsing.special import SpecialTokens
-from ...parsing.xml_values import KeywordArgs, parameter_schema, typed_value
+from ...parsing.states import State
+from ...parsing.xml_values import ArgPart, KeywordArgs, parameter_schema, typed_value
 from .markers import CHANNEL_CLOSE, CHANNEL_OPEN, QUOTE, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
 CALL_START, CALL_END = TOOL_CALL_OPEN, TOOL_CALL_CLOSE
@@ -162,7 +164,7 @@ class Gemma4Args(KeywordArgs):
         n = len(text)
         raw = self._raw
         while pos < n and self.status is None:
-            if self._state == "key":
+            if self._state is ArgPart.KEY:
                 c = text[pos]
                 if c in WS or c == ",":
                     j = max(_ws(text, pos), pos + 1)
@@ -208,7 +210,7 @@ class Gemma4Args(KeywordArgs):
                 raw.append(text[pos : colon + 1])
                 self._key_len = sum(map(len, raw))
                 pos = colon + 1
-                self._state = "value"
+                self._state = ArgPart.VALUE
                 continue
             # value
             if self._string:
@@ -249,7 +251,7 @@ class Gemma4Args(KeywordArgs):
             elif c in ",}" and self._depth == 0:
                 value_text = "".join(raw)[self._key_len :]
                 self._finish_value(value_text)
-                self._state = "key"
+                self._state = ArgPart.KEY
                 continue  # the key state consumes the "," or "}"
             raw.append(c)
             pos += 1
@@ -286,16 +288,31 @@ def _held_quote(text: str, start: int) -> int:
     return 0
 
 
+class _Gemma4(State):
+    """States of :class:`Gemma4Parser` beyond :class:`~.blocks.Block`."""
+
+    LEAD = auto()  # where the answer starts: a bare ``call:NAME{``?
+    CHANNEL = auto()  # after ``<|channel>``: the channel name
+    THOUGHT = auto()  # a thought, up to ``<channel|>``
+    HEAD = auto()  # ``call:NAME{``
+    ARGS = auto()  # the arguments
+    CLOSE = auto()  # the end marker
+
+
 class Gemma4Parser(BlockParser):
     """``<|tool_call>call:NAME{…}<tool_call|>`` calls in the text (see module doc).
 
-    States besides :class:`~.blocks.BlockParser`'s ``text`` and ``junk``: ``head``
-    (``call:NAME{``), ``args`` (the arguments), ``close`` (the end marker).
+    States besides :class:`~.blocks.BlockParser`'s ``TEXT`` and ``JUNK``: :class:`_Gemma4`.
     """
+
+    states = _Gemma4
 
     name = "gemma4"
     special_markers: ClassVar[tuple[str, ...]] = (CALL_START, CALL_END, CHANNEL_START, CHANNEL_END)
-    starts: ClassVar[Mapping[str, str]] = {CALL_START: "head", CHANNEL_START: "channel"}
+    starts: ClassVar[Mapping[str, State]] = {
+        CALL_START: _Gemma4.HEAD,
+        CHANNEL_START: _Gemma4.CHANNEL,
+    }
     end = CALL_END
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
@@ -304,7 +321,7 @@ class Gemma4Parser(BlockParser):
         self._thought_ws = ""  # trailing whitespace of a thought, held back
         self._thought_lead = True
         self._thoughts = 0  # thoughts with text so far (a later one is set apart by a blank line)
-        self.state = "lead"
+        self.state = _Gemma4.LEAD
 
     def _s_channel(self) -> bool:
         """After ``<|channel>``: the channel name ``thought`` is markup (a thought between calls)."""
@@ -314,7 +331,7 @@ class Gemma4Parser(BlockParser):
         elif THOUGHT.startswith(rest) and not self.final:
             return False
         self._thought_ws, self._thought_lead = "", True
-        self.state = "thought"
+        self.state = _Gemma4.THOUGHT
         return True
 
     def _s_thought(self) -> bool:
@@ -338,7 +355,7 @@ class Gemma4Parser(BlockParser):
             self._thought_ws += text
         if marker is None and not self.final:
             return False
-        self.state = "lead"
+        self.state = _Gemma4.LEAD
         return marker is not None
 
     def _s_lead(self) -> bool:
@@ -354,14 +371,14 @@ class Gemma4Parser(BlockParser):
         maybe = _HEAD_PREFIX.fullmatch(rest) and not rest.startswith(":")
         if maybe and not self.final and len(rest) < LOOKAHEAD:
             return False
-        self.state = "text"
+        self.state = Block.TEXT
         return True
 
     def _open_call(self, name: str, at: int) -> None:
         index = self.out.start_call(name)
         self.args = Gemma4Args(self.out, index, self.out.tool_schema(name))
         self.pos = at
-        self.state = "args"
+        self.state = _Gemma4.ARGS
 
     def _s_head(self) -> bool:
         buf, pos = self.buf, self.pos
@@ -374,7 +391,7 @@ class Gemma4Parser(BlockParser):
                 self.end_block()  # a start marker at the very end: markup
                 return True
             self.junk_index = self.out.start_call("", error="not a tool call")
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._open_call(m.group(1), m.end())
         return True
@@ -386,7 +403,7 @@ class Gemma4Parser(BlockParser):
         if args.status is None:
             return False
         self.args = None
-        self.state = "close"
+        self.state = _Gemma4.CLOSE
         return True
 
     def _s_close(self) -> bool:
@@ -402,14 +419,22 @@ class Gemma4Parser(BlockParser):
             self.args = None
 
 
+class _Gemma4Think(State):
+    """States of :class:`Gemma4Reasoning` beyond :class:`~.reasoning.Think`."""
+
+    CHANNEL = auto()  # the channel name after ``<|channel>``
+
+
 class Gemma4Reasoning(ThinkParser):
     """``<|channel>thought\\n…<channel|>``: the channel name is markup, the rest reasoning."""
+
+    states = _Gemma4Think
 
     name = "gemma4"
     open_marker: ClassVar[str] = CHANNEL_OPEN
     close_marker: ClassVar[str] = CHANNEL_CLOSE
     special_markers: ClassVar[tuple[str, ...]] = (CHANNEL_OPEN, CHANNEL_CLOSE)
-    openers: ClassVar[tuple[tuple[str, str], ...]] = ((CHANNEL_OPEN, "channel"),)
+    openers: ClassVar[tuple[tuple[str, State], ...]] = ((CHANNEL_OPEN, _Gemma4Think.CHANNEL),)
     channel: ClassVar[str] = "thought"
 
     def _s_channel(self) -> bool:
@@ -418,5 +443,5 @@ class Gemma4Reasoning(ThinkParser):
             self.pos += len(self.channel)
         elif self.channel.startswith(rest) and not self.final:
             return False
-        self.state = "reasoning"
+        self.state = Think.REASONING
         return True

@@ -8,13 +8,21 @@ further role, ``function call<|role_sep|>\\n{…}``; GigaChat 3.1 writes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import FUNCTION_CALL, MESSAGE_SEP, ROLE_SEP
 
 _SEP, _ROLE_SEP, _CALL = MESSAGE_SEP, ROLE_SEP, FUNCTION_CALL
 _ROLE = "function call" + _ROLE_SEP
+
+
+class _GigaChat(State):
+    """States of :class:`GigaChat3Parser` beyond :class:`~.blocks.Block`."""
+
+    SEP = auto()  # after ``<|message_sep|>``
 
 
 class GigaChat3Parser(BlockParser):
@@ -24,13 +32,21 @@ class GigaChat3Parser(BlockParser):
     separator included (the model went on without an end of turn).
     """
 
+    states = _GigaChat
+
     name = "gigachat3"
     special_markers: ClassVar[tuple[str, ...]] = (_SEP, _ROLE_SEP, _CALL)
-    starts: ClassVar[Mapping[str, str]] = {_SEP: "sep", _ROLE: "block", _CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {
+        _SEP: _GigaChat.SEP,
+        _ROLE: Block.GAP,
+        _CALL: Block.GAP,
+    }
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
 
-    _sep_ws = ""  # whitespace after the last <|message_sep|>
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sep_ws = ""  # whitespace after the last <|message_sep|>
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
@@ -38,9 +54,9 @@ class GigaChat3Parser(BlockParser):
             self._sep_ws = ""
 
     def end_block(self) -> None:
-        if self.state != "sep" and self.buf.endswith(_SEP, 0, self.pos):
+        if self.state is not _GigaChat.SEP and self.buf.endswith(_SEP, 0, self.pos):
             # the call's <|message_sep|> was just read: the turn may go on
-            self.state, self._sep_ws = "sep", ""
+            self.state, self._sep_ws = _GigaChat.SEP, ""
             self.in_list = False
             return
         super().end_block()
@@ -72,5 +88,5 @@ class GigaChat31Parser(GigaChat3Parser):
 
     name = "gigachat3.1"
     special_markers = (_CALL,)
-    starts: ClassVar[Mapping[str, str]] = {_CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {_CALL: Block.GAP}
     ends: ClassVar[Mapping[str, str | None]] = {_CALL: None}

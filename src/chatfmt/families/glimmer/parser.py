@@ -12,10 +12,13 @@ header is content.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from ...parsing.base import WS
-from ...parsing.invoke import MAX_HEADER, InvokeParser
+from ...parsing.blocks import Block
+from ...parsing.invoke import MAX_HEADER, Invoke, InvokeParser
+from ...parsing.states import State
 from .markers import ATEM_FUNCTION_CALLS, ATEM_FUNCTION_CALLS_CLOSE, EOM, MESSAGE, START
 
 _START, _MESSAGE, _EOM = START, MESSAGE, EOM
@@ -26,12 +29,21 @@ _TO = "to="
 REASONING_RECIPIENTS = ("self",)
 
 
+class _Glimmer(State):
+    """States of :class:`GlimmerParser` beyond :class:`~.invoke.Invoke`."""
+
+    SEGMENT = auto()  # a segment header
+    REASONING = auto()  # a reasoning segment's body
+
+
 class GlimmerParser(InvokeParser):
-    """Segments (state ``segment``: the header; ``reasoning``; ``text``) around ATEM calls."""
+    """Segments (:class:`_Glimmer`; an answer segment is :attr:`~.blocks.Block.TEXT`) around ATEM calls."""
+
+    states = _Glimmer
 
     name = "glimmer"
     special_markers = (_START, _MESSAGE, _EOM)
-    starts: ClassVar[Mapping[str, str]] = {_CALLS: "calls", _EOM: "segment"}
+    starts: ClassVar[Mapping[str, State]] = {_CALLS: Invoke.CALLS, _EOM: _Glimmer.SEGMENT}
     end = _CALLS_END
     invoke_open = "<atem:invoke"
     invoke_close = "</atem:invoke>"
@@ -40,7 +52,7 @@ class GlimmerParser(InvokeParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.state = "segment"
+        self.state = _Glimmer.SEGMENT
 
     def _s_segment(self) -> bool:
         """A segment header ``[<|start|>][assistant] to=X<|message|>``; anything else is text.
@@ -71,10 +83,10 @@ class GlimmerParser(InvokeParser):
         elif not self.final and (_TO.startswith(buf[p:]) or _MESSAGE.startswith(buf[p:])):
             return False
         if recipient is None or (recipient and recipient.split()[0] != recipient):
-            self.state = "text"  # not a header: the text is content
+            self.state = Block.TEXT  # not a header: the text is content
             return True
         self.pos = p
-        self.state = "reasoning" if recipient in REASONING_RECIPIENTS else "text"
+        self.state = _Glimmer.REASONING if recipient in REASONING_RECIPIENTS else Block.TEXT
         return True
 
     def _s_reasoning(self) -> bool:
@@ -85,5 +97,5 @@ class GlimmerParser(InvokeParser):
         self.pos = resume
         if marker is None:
             return False
-        self.state = "segment"
+        self.state = _Glimmer.SEGMENT
         return True

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser, CodeBody, RawArgs
+from ...parsing.blocks import Block, BlockParser, CodeBody, RawArgs
 from ...parsing.json_stream import loads_or_none
 from ...parsing.literals import KwargsCall
+from ...parsing.states import State
 from .markers import (
     ARG_KEY,
     ARG_KEY_CLOSE,
@@ -34,25 +36,36 @@ _CODE_NAMES = ("interpreter", "python")
 _MAX_LINE = 256
 
 
+class _ChatGLM(State):
+    """States of :class:`ChatGLM3Parser` beyond :class:`~.blocks.Block`."""
+
+    META = auto()  # a segment's metadata line
+    BODY = auto()  # after a tool-name line: a call or text
+    FENCE = auto()  # the ```python line
+    ARGS = auto()  # the arguments (JSON or ``tool_call(k=v, …)``)
+    TAIL = auto()  # the closing fence
+
+
 class ChatGLM3Parser(BlockParser):
     """Segments separated by ``<|assistant|>``, each with a metadata line (see module doc)."""
+
+    states = _ChatGLM
 
     name = "chatglm3"
     code_calls = True
     special_markers = (_ASSISTANT,)
-    starts: ClassVar[Mapping[str, str]] = {_ASSISTANT: "meta"}
+    starts: ClassVar[Mapping[str, State]] = {_ASSISTANT: _ChatGLM.META}
     #: How a tool segment's arguments are written.
     kwargs_form = True
 
-    code: CodeBody | None = None
-    raw: RawArgs | None = None
-    kwargs: KwargsCall | None = None
-    _meta = ""
-    _lstrip = False
-
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.state = "meta"
+        self.kwargs: KwargsCall | None = None
+        self._meta = ""
+        self._lstrip = False
+        self._name = ""
+        self._index = 0
+        self.state = _ChatGLM.META
 
     def _s_meta(self) -> bool:
         m = _META.match(self.buf, self.pos)
@@ -66,18 +79,16 @@ class ChatGLM3Parser(BlockParser):
             self.pos = end + 1
             if not meta:
                 self._lstrip = True
-                self.state = "text"
+                self.state = Block.TEXT
             elif meta in _CODE_NAMES:
                 self.code = CodeBody(self.out, self.out.start_call("code_interpreter", code=True))
-                self.state = "code"
+                self.state = Block.CODE
             else:
                 self._name = meta
-                self.state = "body"
+                self.state = _ChatGLM.BODY
             return True
-        self.state = "text"  # no metadata line: plain text
+        self.state = Block.TEXT  # no metadata line: plain text
         return True
-
-    _name = ""
 
     def _s_text(self) -> bool:
         if self._lstrip:
@@ -94,14 +105,14 @@ class ChatGLM3Parser(BlockParser):
             if self.final:
                 self.out.content(self._meta + self.buf[self.pos :])
                 self.pos = len(self.buf)
-                self.state = "text"
+                self.state = Block.TEXT
                 return True
             return False
         rest = self.buf[self.pos : self.pos + 10]
         for opener in ("```", "tool_call(", "{"):
             if rest.startswith(opener):
                 index = self.out.start_call(self._name)
-                self.state = "fence" if opener == "```" else "args"
+                self.state = _ChatGLM.FENCE if opener == "```" else _ChatGLM.ARGS
                 self._index = index
                 return True
             if opener.startswith(rest) and not self.final:
@@ -109,10 +120,8 @@ class ChatGLM3Parser(BlockParser):
                 return False
         self.pos = start
         self.out.content(self._meta)  # not a call: the line was text
-        self.state = "text"
+        self.state = Block.TEXT
         return True
-
-    _index = 0
 
     def _s_fence(self) -> bool:
         nl = self.buf.find("\n", self.pos)
@@ -121,7 +130,7 @@ class ChatGLM3Parser(BlockParser):
                 return False
             nl = len(self.buf) - 1
         self.pos = nl + 1
-        self.state = "args"
+        self.state = _ChatGLM.ARGS
         return True
 
     def _s_args(self) -> bool:
@@ -129,7 +138,7 @@ class ChatGLM3Parser(BlockParser):
             if not self.skip_ws():
                 if self.final:
                     self.out.fail(self._index, "truncated")
-                    self.state = "text"
+                    self.state = Block.TEXT
                     return True
                 return False
             rest = self.buf[self.pos : self.pos + 10]
@@ -144,7 +153,7 @@ class ChatGLM3Parser(BlockParser):
                 self.out.fail(self._index, "no arguments found")
                 self.junk_index = self._index
                 self.cur_end = _ASSISTANT
-                self.state = "junk"
+                self.state = Block.JUNK
                 return True
         if self.raw is not None:
             self.pos = self.raw.feed(self.buf, self.pos)
@@ -159,7 +168,7 @@ class ChatGLM3Parser(BlockParser):
             if not self.kwargs.finished:
                 return False
             self.kwargs = None
-        self.state = "tail"
+        self.state = _ChatGLM.TAIL
         return True
 
     def _s_tail(self) -> bool:
@@ -169,7 +178,7 @@ class ChatGLM3Parser(BlockParser):
         hit = self.at_marker("```")
         if hit is None:
             return False
-        self.state = "text"
+        self.state = Block.TEXT
         return True
 
     def _s_code(self) -> bool:
@@ -184,7 +193,7 @@ class ChatGLM3Parser(BlockParser):
         if not last:
             return False
         self.code = None
-        self.state = "text"
+        self.state = Block.TEXT
         return True
 
 
@@ -221,12 +230,24 @@ def _decode_value(raw: str, schema_type: Any) -> Any:
     return raw
 
 
+class GLM45State(State):
+    """States of :class:`GLM45Parser` beyond :class:`~.blocks.Block`."""
+
+    NAME = auto()  # the tool name
+    PAIRS = auto()  # between key/value pairs
+    KEY = auto()
+    VALUE_HEAD = auto()  # between a key and its value
+    VALUE = auto()
+
+
 class GLM45Parser(BlockParser):
     """GLM-4.5 / 4.6 ``<tool_call>`` blocks with ``<arg_key>``/``<arg_value>`` pairs."""
 
+    states = GLM45State
+
     name = "glm45"
     special_markers = (_TC, _TC_END, _K, _K_END, _V, _V_END)
-    starts: ClassVar[Mapping[str, str]] = {_TC: "name"}
+    starts: ClassVar[Mapping[str, State]] = {_TC: GLM45State.NAME}
     end = _TC_END
     #: The pair markers (a parser derived from a template with another spelling sets them).
     key_open: ClassVar[str] = _K
@@ -234,9 +255,12 @@ class GLM45Parser(BlockParser):
     value_open: ClassVar[str] = _V
     value_close: ClassVar[str] = _V_END
 
-    _index = 0
-    _first = True
-    _key = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._index = 0
+        self._first = True
+        self._key = ""
+        self._name = ""
 
     @property
     def _call_close(self) -> str:
@@ -244,7 +268,7 @@ class GLM45Parser(BlockParser):
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
-        self._parts: list[str] = []
+        self._parts = []
 
     def _schema_type(self, key: str) -> Any:
         schema = self.out.tool_schema(self._name)
@@ -253,8 +277,6 @@ class GLM45Parser(BlockParser):
             if isinstance(prop, dict):
                 return prop.get("type")
         return None
-
-    _name = ""
 
     def _s_name(self) -> bool:
         if not self.skip_ws():
@@ -278,7 +300,7 @@ class GLM45Parser(BlockParser):
                 self.end_block()
                 return True
             self.junk_index = self.out.start_call("", error="no tool name")
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         if marker is None:  # the stream ended inside the name line: the name may be cut
             index = self.out.start_call(name, error="truncated")
@@ -290,7 +312,7 @@ class GLM45Parser(BlockParser):
         self._index = self.out.start_call(name)
         self._first = True
         self.pos = end if marker != "\n" else resume
-        self.state = "pairs"
+        self.state = GLM45State.PAIRS
         return True
 
     def skip_gap(self) -> bool:
@@ -318,7 +340,7 @@ class GLM45Parser(BlockParser):
             return self._close_call()
         if found:
             self._parts = []
-            self.state = "key"
+            self.state = GLM45State.KEY
             return True
         if self.final:  # the stream ends here, after complete pairs
             rest = self.buf[self.pos :]
@@ -343,7 +365,7 @@ class GLM45Parser(BlockParser):
         """Flag the call (its text so far stays its arguments); the rest of the block is junk."""
         self.out.fail(self._index, reason)
         self.junk_index = self._index
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def _collect(self, closing: str) -> bool | None:
@@ -375,7 +397,7 @@ class GLM45Parser(BlockParser):
             return self._broken("truncated" if self.pos == len(self.buf) else _MALFORMED)
         self._key = "".join(self._parts).strip()
         self._parts = []
-        self.state = "value_head"
+        self.state = GLM45State.VALUE_HEAD
         return True
 
     def _junk_parts(self, opener: str) -> None:
@@ -395,7 +417,7 @@ class GLM45Parser(BlockParser):
             self.out.args(self._index, self.key_open + self._key + self.key_close)
             cut = self.final and self.value_open.startswith(self.buf[self.pos :])
             return self._broken("truncated" if cut else _MALFORMED)
-        self.state = "value"
+        self.state = GLM45State.VALUE
         return True
 
     def _s_value(self) -> bool:
@@ -408,7 +430,7 @@ class GLM45Parser(BlockParser):
             self._junk_parts(self.key_open + self._key + self.key_close + self.value_open)
             return self._broken("truncated")
         self._pair()
-        self.state = "pairs"
+        self.state = GLM45State.PAIRS
         return True
 
     def _cut_in_value_end(self) -> bool:

@@ -24,12 +24,20 @@ are markup.
 
 from __future__ import annotations
 
-from enum import Enum
+from collections.abc import Mapping
+from enum import auto
+from typing import Any
 
-from ...parsing.base import FormatParser
+from ...parsing.base import Emitter, FormatParser
 from ...parsing.json_stream import JsonScanner
 from ...parsing.markers import MarkerSet, marker_set
+from ...parsing.special import SpecialTokens
+from ...parsing.states import State, StateMachine
 from .markers import CALL, CHANNEL, CONSTRAIN, END, MESSAGE, RETURN, START
+
+START, END, MESSAGE = START, END, MESSAGE
+CHANNEL, CONSTRAIN = CHANNEL, CONSTRAIN
+CALL, RETURN = CALL, RETURN
 
 #: What ends a message body (``<|start|>`` too: a model that skips ``<|end|>``).
 _BODY_END = (END, CALL, RETURN, START)
@@ -42,19 +50,21 @@ _MAX_LEAD = 8
 _FUNCTIONS = "functions."
 
 
-class State(Enum):
+class Harmony(State):
     """Where the parser is in the message sequence."""
 
-    BETWEEN = "between"  # before a message (the output's start, or after <|end|>)
-    HEADER = "header"  # reading a header up to <|message|>
-    TEXT = "text"  # a content / reasoning body
-    ARGS = "args"  # a function call's arguments
-    CODE = "code"  # a python (code-interpreter) call's code
-    FOREIGN = "foreign"  # another role's message, kept verbatim as content
+    BETWEEN = auto()  # before a message (the output's start, or after <|end|>)
+    HEADER = auto()  # reading a header up to <|message|>
+    TEXT = auto()  # a content / reasoning body
+    ARGS = auto()  # a function call's arguments
+    CODE = auto()  # a python (code-interpreter) call's code
+    FOREIGN = auto()  # another role's message, kept verbatim as content
 
 
-class HarmonyParser(FormatParser):
+class HarmonyParser(StateMachine, FormatParser):
     """See module doc."""
+
+    states = Harmony
 
     name = "harmony"
     #: ``<|call|>`` and ``<|return|>`` are not listed: they end the turn (the
@@ -63,26 +73,17 @@ class HarmonyParser(FormatParser):
     special_markers = (START, END, MESSAGE, CHANNEL, CONSTRAIN)
     code_calls = True
 
-    state = State.BETWEEN
-    _role_given = False  # the header follows <|start|> (so it names its role)
-    _reasoning = False  # the TEXT body is reasoning
-    _index = -1
-    _lead = True  # no argument text other than whitespace yet
-    _scanner: JsonScanner | None = None
+    def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
+        super().__init__(out, budget, options)
+        self.state = Harmony.BETWEEN
+        self._role_given = False  # the header follows <|start|> (so it names its role)
+        self._reasoning = False  # the TEXT body is reasoning
+        self._index = -1
+        self._lead = True  # no argument text other than whitespace yet
+        self._scanner: JsonScanner | None = None
 
     def _markers(self, *markers: str) -> MarkerSet:
         return marker_set(markers, frozenset((*self.special_markers, CALL, RETURN)))
-
-    def step(self) -> bool:
-        if self.state is State.BETWEEN:
-            return self._s_between()
-        if self.state is State.HEADER:
-            return self._s_header()
-        if self.state is State.ARGS:
-            return self._s_args()
-        if self.state is State.CODE:
-            return self._s_code()
-        return self._s_text()
 
     # ------------------------------------------------------------------ between messages
     def _marker_at(self, pos: int, markers: tuple[str, ...]) -> str | None:
@@ -125,12 +126,12 @@ class HarmonyParser(FormatParser):
             return False
         # no header: the model writes its answer directly
         self._reasoning = False
-        self.state = State.TEXT
+        self.state = Harmony.TEXT
         return True
 
     def _enter_header(self, *, role_given: bool) -> None:
         self._role_given = role_given
-        self.state = State.HEADER
+        self.state = Harmony.HEADER
 
     # ------------------------------------------------------------------ header
     def _s_header(self) -> bool:
@@ -141,7 +142,7 @@ class HarmonyParser(FormatParser):
             self.out.content(self._header_text(self.buf[self.pos : end]))
             self.pos = end
             self._reasoning = False
-            self.state = State.TEXT
+            self.state = Harmony.TEXT
             return True
         if marker is None:
             if not self.final:
@@ -162,7 +163,7 @@ class HarmonyParser(FormatParser):
         role, recipient, channel = _read_header(header, self._role_given)
         if role != "assistant":
             self.out.content(self._header_text(header) + (MESSAGE if marker == MESSAGE else ""))
-            self.state = State.FOREIGN
+            self.state = Harmony.FOREIGN
             if marker != MESSAGE:
                 self._after_body(marker)
             return True
@@ -178,13 +179,13 @@ class HarmonyParser(FormatParser):
         """Start the call a recipient names; -1 for a code call (no arguments)."""
         if recipient == "python":
             self._index = self.out.start_call("python", code=True)
-            self.state = State.CODE
+            self.state = Harmony.CODE
             return -1
         name = recipient[len(_FUNCTIONS) :] if recipient.startswith(_FUNCTIONS) else recipient
         self._index = self.out.start_call(name, error=None if name else "no tool name")
         self._lead = True
         self._scanner = JsonScanner()
-        self.state = State.ARGS
+        self.state = Harmony.ARGS
         return self._index
 
     def _open_body(self, recipient: str | None, channel: str | None) -> None:
@@ -192,7 +193,7 @@ class HarmonyParser(FormatParser):
             self._open_call(recipient)
             return
         self._reasoning = channel == "analysis"
-        self.state = State.TEXT
+        self.state = Harmony.TEXT
 
     # ------------------------------------------------------------------ bodies
     def _body(self) -> tuple[str, str | None]:
@@ -205,13 +206,13 @@ class HarmonyParser(FormatParser):
         return text, marker
 
     def _after_body(self, marker: str | None) -> None:
-        self.state = State.BETWEEN
+        self.state = Harmony.BETWEEN
         if marker == START:
             self._enter_header(role_given=True)
 
     def _s_text(self) -> bool:
         text, marker = self._body()
-        if self._reasoning and self.state is State.TEXT:
+        if self._reasoning and self.state is Harmony.TEXT:
             self.out.reasoning(text)
         else:
             self.out.content(text)
@@ -219,6 +220,9 @@ class HarmonyParser(FormatParser):
             return False
         self._after_body(marker)
         return True
+
+    #: Another role's message: its body is content, as a text body's (never reasoning).
+    _s_foreign = _s_text
 
     def _s_code(self) -> bool:
         text, marker = self._body()
@@ -262,7 +266,7 @@ class HarmonyParser(FormatParser):
 
     def _close_body(self, marker: str | None) -> None:
         """End the current message (``marker`` None: the stream ended inside it)."""
-        if self.state is State.ARGS:
+        if self.state is Harmony.ARGS:
             scanner = self._scanner
             assert scanner is not None
             if self._lead:  # no arguments at all

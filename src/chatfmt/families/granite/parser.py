@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from ..._moved import moved_name
 from ...parsing.base import WS
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
 from ...parsing.markers import marker_set
-from ...parsing.reasoning import ThinkParser
+from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.states import State
 from .markers import RESPONSE, RESPONSE_CLOSE, TOOL_CALL, TOOL_CALL_CLOSE, TOOL_CALL_TOKEN
 
 
@@ -19,7 +21,7 @@ class GraniteParser(BlockParser):
 
     name = "granite"
     special_markers = (TOOL_CALL_TOKEN, TOOL_CALL, TOOL_CALL_CLOSE)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL_TOKEN: "block", TOOL_CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALL_TOKEN: Block.GAP, TOOL_CALL: Block.GAP}
     ends: ClassVar[Mapping[str, str | None]] = {
         TOOL_CALL_TOKEN: None,
         TOOL_CALL: TOOL_CALL_CLOSE,
@@ -27,6 +29,14 @@ class GraniteParser(BlockParser):
 
 
 _RESPONSE, _RESPONSE_END = RESPONSE, RESPONSE_CLOSE
+
+
+class _GraniteThink(State):
+    """States of :class:`GraniteThinkParser` beyond :class:`~.reasoning.Think`."""
+
+    RESPONSE_LEAD = auto()  # whitespace after ``<response>``
+    RESPONSE = auto()  # the answer, to ``</response>``
+    TAIL = auto()  # after ``</response>``
 
 
 class GraniteThinkParser(ThinkParser):
@@ -39,17 +49,21 @@ class GraniteThinkParser(ThinkParser):
     the end is text.
     """
 
+    states = _GraniteThink
+
     name = "granite"
     special_markers: ClassVar[tuple[str, ...]] = (
         *ThinkParser.special_markers,
         _RESPONSE,
         _RESPONSE_END,
     )
-    openers: ClassVar[tuple[tuple[str, str], ...]] = (
+    openers: ClassVar[tuple[tuple[str, State], ...]] = (
         *ThinkParser.openers,
-        (_RESPONSE, "response_lead"),
+        (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
     )
-    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ((_RESPONSE, "response_lead"),)
+    after_openers: ClassVar[tuple[tuple[str, State], ...]] = (
+        (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -59,7 +73,7 @@ class GraniteThinkParser(ThinkParser):
     def _s_response_lead(self) -> bool:
         if not self.skip_ws() and not self.final:
             return False
-        self.state = "response"
+        self.state = _GraniteThink.RESPONSE
         return True
 
     def _s_response(self) -> bool:
@@ -78,7 +92,7 @@ class GraniteThinkParser(ThinkParser):
         self.pos = resume
         if marker is None:
             return False
-        self.state = "tail"
+        self.state = _GraniteThink.TAIL
         return True
 
     def _s_tail(self) -> bool:
@@ -89,7 +103,7 @@ class GraniteThinkParser(ThinkParser):
                 self.pos = start  # undecided: kept until text follows or the stream ends
             return False
         self.pos = start
-        self.state = "inner"
+        self.state = Think.INNER
         return True
 
 

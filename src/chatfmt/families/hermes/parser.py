@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import TOOL_CALL, TOOL_CALL_CLOSE
 
 
@@ -14,5 +15,5 @@ class HermesParser(BlockParser):
 
     name = "hermes"
     special_markers = (TOOL_CALL, TOOL_CALL_CLOSE)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALL: Block.GAP}
     end = TOOL_CALL_CLOSE

@@ -11,10 +11,12 @@ schema; see :mod:`chatfmt.parsing.xml_values`); the template writes non-strings 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
 from ...parsing.reasoning import think_parser
+from ...parsing.states import State
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
 from .markers import THINK_OPENSOURCE, THINK_OPENSOURCE_CLOSE, TOOL_SEP_OPENSOURCE
 
@@ -31,6 +33,17 @@ _V, _V_END = _tag("arg_value")
 _MAX_HEAD = 256
 
 
+class _Hunyuan(State):
+    """States of :class:`HunyuanParser` beyond :class:`~.blocks.Block`."""
+
+    CALLS = auto()  # between calls
+    NAME = auto()  # the tool name
+    PAIRS = auto()  # between key/value pairs
+    KEY = auto()
+    VALUE_HEAD = auto()  # between a key and its value
+    VALUE = auto()
+
+
 class HunyuanParser(BlockParser):
     """States beyond :class:`BlockParser`'s: ``calls`` (between calls), ``name`` and ``key``
     (held until their closing tag, at most :data:`_MAX_HEAD` characters), ``pairs``,
@@ -38,6 +51,8 @@ class HunyuanParser(BlockParser):
 
     A call that breaks is flagged with its raw text up to ``</tool_call:opensource>``.
     """
+
+    states = _Hunyuan
 
     name = "hunyuan"
     special_markers: ClassVar[tuple[str, ...]] = (
@@ -51,16 +66,22 @@ class HunyuanParser(BlockParser):
         _V,
         _V_END,
     )
-    starts: ClassVar[Mapping[str, str]] = {_CALLS: "calls", _CALL: "name", _CALLS_END: "text"}
+    starts: ClassVar[Mapping[str, State]] = {
+        _CALLS: _Hunyuan.CALLS,
+        _CALL: _Hunyuan.NAME,
+        _CALLS_END: Block.TEXT,
+    }
 
-    _members: JsonMembers | None = None
-    _name = ""
-    _key = ""
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._members: JsonMembers | None = None
+        self._name = ""
+        self._key = ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = _CALL_END
-        self._parts: list[str] = []
+        self._parts = []
 
     def _s_calls(self) -> bool:
         if not self.skip_ws():
@@ -72,7 +93,7 @@ class HunyuanParser(BlockParser):
         if found is None:
             return False
         if found:
-            self.state = "name" if found == _CALL else "text"
+            self.state = _Hunyuan.NAME if found == _CALL else Block.TEXT
             return True
         self.end_block()  # other text: content
         return True
@@ -87,16 +108,16 @@ class HunyuanParser(BlockParser):
             index = self.out.start_call("", error="truncated" if self.final else "no tool name")
             self.out.args(index, raw)
             self.junk_index = index
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._name = text.strip()
         self._members = JsonMembers(self.out, self.out.start_call(self._name))
         if self._last == _K:
-            self.state = "key"
+            self.state = _Hunyuan.KEY
         elif self._last == _CALL_END:
             return self._close_call()
         else:
-            self.state = "pairs"
+            self.state = _Hunyuan.PAIRS
         return True
 
     def _s_pairs(self) -> bool:
@@ -118,7 +139,7 @@ class HunyuanParser(BlockParser):
         if found == _CALL_END:
             return self._close_call()
         if found:
-            self.state = "key"
+            self.state = _Hunyuan.KEY
             return True
         return self._broken("malformed argument pairs", "")
 
@@ -131,7 +152,7 @@ class HunyuanParser(BlockParser):
         if self._last != _K_END:
             return self._broken("malformed argument pairs", _K + text + self._last)
         self._key = text.strip()
-        self.state = "value_head"
+        self.state = _Hunyuan.VALUE_HEAD
         return True
 
     def _s_value_head(self) -> bool:
@@ -144,7 +165,7 @@ class HunyuanParser(BlockParser):
             return False
         if not hit:
             return self._broken("malformed argument pairs", _K + self._key + _K_END)
-        self.state = "value"
+        self.state = _Hunyuan.VALUE
         return True
 
     def _s_value(self) -> bool:
@@ -156,7 +177,7 @@ class HunyuanParser(BlockParser):
         assert self._members is not None
         schema = parameter_schema(self.out.tool_schema(self._name), self._key)
         self._members.member(self._key, typed_value(text, schema))
-        self.state = "pairs"
+        self.state = _Hunyuan.PAIRS
         return True
 
     def _close_call(self) -> bool:
@@ -165,7 +186,7 @@ class HunyuanParser(BlockParser):
         members.close()
         self.out.check_arguments(members.index)
         self._members = None
-        self.state = "calls"
+        self.state = _Hunyuan.CALLS
         return True
 
     def _broken(self, reason: str, raw: str) -> bool:
@@ -178,12 +199,12 @@ class HunyuanParser(BlockParser):
         self.out.fail(members.index, reason)
         self._members = None
         self.junk_index = members.index
-        self.state = "junk"
+        self.state = Block.JUNK
         return True
 
     def end_block(self) -> None:
-        if self.state == "junk" and self.buf.endswith(_CALL_END, 0, self.pos):
-            self.state = "calls"  # a broken call ended: more calls may follow
+        if self.state is Block.JUNK and self.buf.endswith(_CALL_END, 0, self.pos):
+            self.state = _Hunyuan.CALLS  # a broken call ended: more calls may follow
             return
         super().end_block()
 

@@ -8,9 +8,11 @@ between them; all are accepted.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser, CodeBody
+from ...parsing.blocks import Block, BlockParser, CodeBody
+from ...parsing.states import State
 from .markers import ACTION_END, ACTION_START, INTERPRETER, PLUGIN
 
 _START, _END, _PLUGIN, _INTERP = (
@@ -21,13 +23,21 @@ _START, _END, _PLUGIN, _INTERP = (
 )
 
 
+class _InternLM2(State):
+    """States of :class:`InternLM2Parser` beyond :class:`~.blocks.Block`."""
+
+    KIND = auto()  # after ``<|action_start|>``: the plugin or interpreter token
+
+
 class InternLM2Parser(BlockParser):
     """Plugin calls are JSON objects (``name`` + ``parameters``/``arguments``); interpreter calls are code."""
+
+    states = _InternLM2
 
     name = "internlm2"
     code_calls = True
     special_markers = (_START, _END, _PLUGIN, _INTERP)
-    starts: ClassVar[Mapping[str, str]] = {_START: "kind"}
+    starts: ClassVar[Mapping[str, State]] = {_START: _InternLM2.KIND}
     end = _END
     single = True
 
@@ -41,13 +51,13 @@ class InternLM2Parser(BlockParser):
                 self._not_action()
                 return True
             return False
-        for marker, state in ((_PLUGIN, "gap"), (_INTERP, "code")):
+        for marker, state in ((_PLUGIN, Block.GAP), (_INTERP, Block.CODE)):
             hit = self.at_marker(marker)
             if hit is None:
                 self.pos = start
                 return False
             if hit:
-                if state == "code":
+                if state is Block.CODE:
                     self.code = CodeBody(
                         self.out, self.out.start_call("code_interpreter", code=True)
                     )

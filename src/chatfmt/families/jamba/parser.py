@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import TOOL_CALLS, TOOL_CALLS_CLOSE
 
 
@@ -14,5 +15,5 @@ class JambaParser(BlockParser):
 
     name = "jamba"
     special_markers = (TOOL_CALLS, TOOL_CALLS_CLOSE)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALLS: Block.GAP}
     end = TOOL_CALLS_CLOSE

@@ -25,14 +25,18 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
 from ...parsing.base import Emitter
-from ...parsing.blocks import BlockParser, RawArgs
+from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
 from ...parsing.special import SpecialTokens
+from ...parsing.states import State
 from ...parsing.xml_values import parameter_schema, typed_value
 from .markers import CLOSE, OPEN, SEP
+
+OPEN, CLOSE, SEP = OPEN, CLOSE, SEP
 
 
 def open_tag(tag: str) -> str:
@@ -55,22 +59,34 @@ def _unescape(value: str) -> str:
     return value.replace("&quot;", '"').replace("&amp;", "&")
 
 
+class _KimiK3(State):
+    """States of :class:`KimiK3Parser` beyond :class:`~.blocks.Block`."""
+
+    K3_TOOLS = auto()  # between calls
+    K3_CALL = auto()  # between arguments
+    K3_VALUE = auto()  # an argument's text
+    K3_JSON = auto()  # a JSON-object call
+    K3_JSON_END = auto()  # after a JSON-object call
+    K3_DONE = auto()  # after a truncated argument: nothing more is read
+    K3_JUNK = auto()
+
+
 class KimiK3Parser(BlockParser):
-    """States: ``text`` (content; the response wrapper, stray think tags and the message end
-    are markup),
-    ``k3_tools`` (between calls), ``k3_call`` (between arguments), ``k3_value`` (an
-    argument's text), ``k3_json`` / ``k3_json_end`` (a JSON-object call), ``k3_junk``."""
+    """States: :class:`_KimiK3` and :class:`~.blocks.Block`'s ``TEXT`` (content; the response
+    wrapper, stray think tags and the message end are markup)."""
+
+    states = _KimiK3
 
     name = "kimi_k3"
-    starts: ClassVar[Mapping[str, str]] = {
-        open_tag("response"): "text",
-        close_tag("response"): "text",
-        close_tag("message"): "text",
-        open_tag("tools"): "k3_tools",
+    starts: ClassVar[Mapping[str, State]] = {
+        open_tag("response"): Block.TEXT,
+        close_tag("response"): Block.TEXT,
+        close_tag("message"): Block.TEXT,
+        open_tag("tools"): _KimiK3.K3_TOOLS,
         # think tags that reach the tool parser (no reasoning parser, or the prefill switched
         # off): markup, their text is content
-        open_tag("think"): "text",
-        close_tag("think"): "text",
+        open_tag("think"): Block.TEXT,
+        close_tag("think"): Block.TEXT,
     }
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
@@ -111,12 +127,12 @@ class KimiK3Parser(BlockParser):
         self.out.fail(self._index, reason)
         self.pos = start
         self.junk_index = self._index
-        self.state = "k3_junk"
+        self.state = _KimiK3.K3_JUNK
 
     def _end_call(self) -> None:
         if not self._json_call:
             self.out.args(self._index, "}" if self._members else "{}")
-        self.state = "k3_tools"
+        self.state = _KimiK3.K3_TOOLS
 
     # ------------------------------------------------------------------ states
     def _s_k3_tools(self) -> bool:
@@ -132,7 +148,7 @@ class KimiK3Parser(BlockParser):
                 self._tool = attrs.get("tool", "")
                 self._index = self.out.start_call(self._tool)
                 self._members, self._json_call = 0, False
-                self.state = "k3_call"
+                self.state = _KimiK3.K3_CALL
                 return True
             if head == CLOSE and name == "tools":
                 self.end_block()
@@ -166,11 +182,11 @@ class KimiK3Parser(BlockParser):
             if self._kind == "string":
                 self.out.args(self._index, '"')
             self._value = []
-            self.state = "k3_value"
+            self.state = _KimiK3.K3_VALUE
         elif head == OPEN and name == "json" and not self._members and not self._json_call:
             self._json_call = True
             self.raw = RawArgs(self.out, self._index)
-            self.state = "k3_json"
+            self.state = _KimiK3.K3_JSON
         else:
             self._broken(f"unexpected tag {name!r} in a call", start)
         return True
@@ -189,7 +205,7 @@ class KimiK3Parser(BlockParser):
         if marker is None:
             if self.final:
                 self.out.fail(self._index, "truncated")
-                self.state = "k3_done"
+                self.state = _KimiK3.K3_DONE
             return False
         if self._kind == "string":
             self.out.args(self._index, '"')
@@ -201,7 +217,7 @@ class KimiK3Parser(BlockParser):
                 schema = {"type": self._kind}
             self.out.args(self._index, json.dumps(typed_value(value, schema), ensure_ascii=False))
         self._value = []
-        self.state = "k3_call"
+        self.state = _KimiK3.K3_CALL
         return True
 
     def _s_k3_json(self) -> bool:
@@ -209,9 +225,9 @@ class KimiK3Parser(BlockParser):
         if status is None:
             return False
         if status == "failed":
-            self.state = "k3_junk"
+            self.state = _KimiK3.K3_JUNK
         else:
-            self.state = "k3_json_end"
+            self.state = _KimiK3.K3_JSON_END
         return True
 
     def _s_k3_json_end(self) -> bool:
@@ -223,7 +239,7 @@ class KimiK3Parser(BlockParser):
             self.pos = start
             return False
         if tag is not False and tag[0] == CLOSE and tag[1] == "json":  # type: ignore[index]
-            self.state = "k3_call"
+            self.state = _KimiK3.K3_CALL
             return True
         self._broken("text after the JSON arguments", start)
         return True
@@ -231,8 +247,8 @@ class KimiK3Parser(BlockParser):
     def _s_k3_junk(self) -> bool:
         self.cur_end = close_tag("call")
         more = self._s_junk()
-        if self.state == "text":
-            self.state = "k3_tools"
+        if self.state is Block.TEXT:
+            self.state = _KimiK3.K3_TOOLS
         return more
 
     def _s_k3_done(self) -> bool:

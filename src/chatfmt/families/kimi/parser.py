@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser, RawArgs
+from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.markers import marker_set
-from ...parsing.reasoning import ThinkParser
+from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.states import State
 from .markers import (
     TOOL_CALL_ARGUMENT_BEGIN,
     TOOL_CALL_BEGIN,
@@ -36,7 +38,7 @@ CALL_BEGIN, ARG_BEGIN, CALL_END = (
 )
 #: Markers that end a thinking block when the model starts calling tools inside it.
 _ENDS_THINKING = (SECTION_BEGIN, SECTION_BEGIN_1, CALL_BEGIN)
-_SECTION_ENDS = ((SECTION_END, "text"), (SECTION_END_1, "text"))
+_SECTION_ENDS = ((SECTION_END, Block.TEXT), (SECTION_END_1, Block.TEXT))
 _CALL_ID = re.compile(r"(?:functions\.)?(.+):([0-9]+)", re.DOTALL)
 #: Longest header (call id) held while waiting for ``<|tool_call_argument_begin|>``.
 _MAX_HEAD = 512
@@ -50,9 +52,21 @@ def split_call_id(head: str) -> tuple[str, str | None]:
     return m.group(1), head
 
 
+class _Kimi(State):
+    """States of :class:`KimiK2Parser` beyond :class:`~.blocks.Block`."""
+
+    K_SECTION = auto()  # between calls
+    K_HEAD = auto()  # the call id, up to the arguments
+    K_ARGS = auto()  # the JSON arguments
+    K_TAIL = auto()  # up to ``<|tool_call_end|>``
+    K_JUNK = auto()
+
+
 class KimiK2Parser(BlockParser):
     """States: ``text``, ``k_section`` (between calls), ``k_head`` (the call id),
     ``k_args`` (JSON arguments), ``k_tail`` (up to ``<|tool_call_end|>``), ``k_junk``."""
+
+    states = _Kimi
 
     name = "kimi_k2"
     special_markers = (
@@ -64,18 +78,18 @@ class KimiK2Parser(BlockParser):
         ARG_BEGIN,
         CALL_END,
     )
-    starts: ClassVar[Mapping[str, str]] = {
-        SECTION_BEGIN: "k_section",
-        SECTION_BEGIN_1: "k_section",
-        CALL_BEGIN: "k_head",
-        SECTION_END: "text",  # a stray section end is markup
-        SECTION_END_1: "text",
+    starts: ClassVar[Mapping[str, State]] = {
+        SECTION_BEGIN: _Kimi.K_SECTION,
+        SECTION_BEGIN_1: _Kimi.K_SECTION,
+        CALL_BEGIN: _Kimi.K_HEAD,
+        SECTION_END: Block.TEXT,  # a stray section end is markup
+        SECTION_END_1: Block.TEXT,
     }
 
     def _s_k_section(self) -> bool:
         if not self.skip_ws():
             return False
-        for marker, state in ((CALL_BEGIN, "k_head"), *_SECTION_ENDS):
+        for marker, state in ((CALL_BEGIN, _Kimi.K_HEAD), *_SECTION_ENDS):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -101,20 +115,20 @@ class KimiK2Parser(BlockParser):
         index = self.out.start_call(name, error=error, call_id=call_id)
         if marker == ARG_BEGIN:
             self.raw = RawArgs(self.out, index)
-            self.state = "k_args"
+            self.state = _Kimi.K_ARGS
         elif marker is None and not self.final:
             self.junk_index = index
-            self.state = "k_junk"
+            self.state = _Kimi.K_JUNK
         else:
             self.out.args(index, "")
-            self.state = "k_section"
+            self.state = _Kimi.K_SECTION
         return True
 
     def _s_k_args(self) -> bool:
         status = self.feed_raw_args()
         if status is None:
             return False
-        self.state = "k_junk" if status == "failed" else "k_tail"
+        self.state = _Kimi.K_JUNK if status == "failed" else _Kimi.K_TAIL
         return True
 
     def _s_k_tail(self) -> bool:
@@ -123,7 +137,11 @@ class KimiK2Parser(BlockParser):
             if not self.final:
                 self.pos = start  # whitespace: undecided until what follows it is known
             return False
-        for marker, state in ((CALL_END, "k_section"), (CALL_BEGIN, "k_head"), *_SECTION_ENDS):
+        for marker, state in (
+            (CALL_END, _Kimi.K_SECTION),
+            (CALL_BEGIN, _Kimi.K_HEAD),
+            *_SECTION_ENDS,
+        ):
             hit = self.at_marker(marker)
             if hit is None:
                 return False
@@ -135,14 +153,14 @@ class KimiK2Parser(BlockParser):
         self.out.fail(index, "text after the arguments")
         self.out.args(index, self.buf[start : self.pos])
         self.junk_index = index
-        self.state = "k_junk"
+        self.state = _Kimi.K_JUNK
         return True
 
     def _s_k_junk(self) -> bool:
         self.cur_end = CALL_END
         more = self._s_junk()
-        if self.state == "text":
-            self.state = "k_section"
+        if self.state is Block.TEXT:
+            self.state = _Kimi.K_SECTION
         return more
 
 
@@ -161,10 +179,10 @@ class KimiK2ThinkParser(ThinkParser):
 
     def _s_reasoning(self) -> bool:
         more = super()._s_reasoning()
-        if self.state == "after":
+        if self.state is Think.AFTER:
             for marker in _ENDS_THINKING:  # a call marker ended it: the tool parser reads it
                 if self.buf.startswith(marker, self.pos - len(marker)):
                     self.pos -= len(marker)
-                    self.state = "inner"
+                    self.state = Think.INNER
                     break
         return more

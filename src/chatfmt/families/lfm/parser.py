@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.pythonic import PythonicParser
+from ...parsing.pythonic import Pythonic, PythonicParser
+from ...parsing.states import State
 from .markers import TOOL_CALL_END, TOOL_CALL_START
 
 
@@ -14,5 +15,5 @@ class LFM2Parser(PythonicParser):
 
     name = "lfm2"
     special_markers: ClassVar[tuple[str, ...]] = (TOOL_CALL_START, TOOL_CALL_END)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALL_START: "py_block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALL_START: Pythonic.PY_BLOCK}
     ends: ClassVar[Mapping[str, str | None]] = {TOOL_CALL_START: TOOL_CALL_END}

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
-from ...parsing.blocks import CodeBody, JsonCall
+from ...parsing.blocks import Block, CodeBody, JsonCall
 from ...parsing.literals import KwargsCall
-from ..functionary.parser import FUNC_OPEN, FunctionTagCalls
+from ...parsing.states import State
+from ..functionary.parser import FUNC_OPEN, FunctionTag, FunctionTagCalls
 from .markers import EOM_ID, PYTHON_TAG
 
 _TAG, _EOM = PYTHON_TAG, EOM_ID
@@ -23,35 +25,47 @@ _BUILTIN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\.call\(")
 _IDENT = re.compile(r"[A-Za-z0-9_]*")
 
 
+class _Llama3(State):
+    """States of :class:`Llama3JsonParser` beyond :class:`~.functionary.FunctionTag`."""
+
+    PY_HEAD = auto()  # after ``<|python_tag|>``: JSON, a built-in call or code
+    BUILTIN = auto()  # a built-in call's ``k=v`` arguments
+
+
 class Llama3JsonParser(FunctionTagCalls):
     """See module doc."""
+
+    states = _Llama3
 
     name = "llama3_json"
     code_calls = True
     special_markers = (_TAG, _EOM)
-    starts: ClassVar[Mapping[str, str]] = {
-        _TAG: "py_head",
-        "{": "json",
-        FUNC_OPEN: "fn_head",
-        _EOM: "text",  # after calls (e.g. custom tool calls): markup
+    starts: ClassVar[Mapping[str, State]] = {
+        _TAG: _Llama3.PY_HEAD,
+        "{": Block.GAP,
+        FUNC_OPEN: FunctionTag.FN_HEAD,
+        _EOM: Block.TEXT,  # after calls (e.g. custom tool calls): markup
     }
     #: A ``<|python_tag|>`` block ends at ``<|eom_id|>`` (markup, not content).
     ends: ClassVar[Mapping[str, str | None]] = {_TAG: _EOM}
 
     code_end = _EOM
-    kwargs: KwargsCall | None = None
-    _tagged = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.kwargs: KwargsCall | None = None
+        self._tagged = False
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self._tagged = marker == _TAG
         if marker == "{":
             self.pos -= 1  # the object starts at the brace
-            self.state = "gap"
+            self.state = Block.GAP
 
     def start_call(self) -> None:
         self.call = JsonCall(self.out, defer=not self._tagged)
-        self.state = "call"
+        self.state = Block.CALL
 
     def _s_gap(self) -> bool:
         if not self.block_calls and not self._tagged:
@@ -66,7 +80,7 @@ class Llama3JsonParser(FunctionTagCalls):
                 return True
             return False
         if self.buf[self.pos] in "{[":
-            self.state = "gap"
+            self.state = Block.GAP
             return True
         end = _IDENT.match(self.buf, self.pos).end()  # type: ignore[union-attr]
         if end + 6 > len(self.buf) and not self.final and end - self.pos < 128:
@@ -76,10 +90,10 @@ class Llama3JsonParser(FunctionTagCalls):
             index = self.out.start_call(m.group(1))
             self.kwargs = KwargsCall(self.out, index, close=")")
             self.pos = m.end()
-            self.state = "builtin"
+            self.state = _Llama3.BUILTIN
             return True
         self.code = CodeBody(self.out, self.out.start_call("code_interpreter", code=True))
-        self.state = "code"
+        self.state = Block.CODE
         return True
 
     def _s_builtin(self) -> bool:
@@ -90,5 +104,5 @@ class Llama3JsonParser(FunctionTagCalls):
             return False
         self.kwargs = None
         self.block_calls += 1
-        self.state = "gap"  # then <|eom_id|> ends the block
+        self.state = Block.GAP  # then <|eom_id|> ends the block
         return True

@@ -10,9 +10,11 @@ Python's spelling, e.g. ``True``, ``{'a': 1}``, which the conversion reads). Rea
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from enum import auto
+from typing import Any, ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from ...parsing.xml_values import JsonMembers, parameter_schema, typed_value
 from .markers import FUNCTION_NAME
 
@@ -23,25 +25,40 @@ _CDATA, _CDATA_END = "<![CDATA[", "]]>"
 _MAX_HEAD = 256
 
 
+class _MiniCPM(State):
+    """States of :class:`MiniCPM5Parser` beyond :class:`~.blocks.Block`."""
+
+    NAME = auto()  # the quoted tool name
+    PARAMS = auto()  # between parameters
+    KEY = auto()  # a parameter's quoted name
+    VALUE_HEAD = auto()  # CDATA or not
+    VALUE = auto()  # up to ``</param>``
+    CDATA = auto()  # up to ``]]>``
+    CDATA_END = auto()  # after ``]]>``
+
+
 class MiniCPM5Parser(BlockParser):
-    """States beyond :class:`BlockParser`'s: ``name`` and ``key`` (the quoted attribute, held
-    until ``">``, at most :data:`_MAX_HEAD` characters), ``params``, ``value_head`` (CDATA or
-    not), ``value`` / ``cdata`` (collected to ``</param>`` / ``]]>``), ``cdata_end``.
+    """States beyond :class:`BlockParser`'s: :class:`_MiniCPM` (``NAME`` and ``KEY``, the
+    quoted attribute, are held until ``">``, at most :data:`_MAX_HEAD` characters).
 
     A call that breaks is flagged with its raw text up to ``</function>``.
     """
 
-    name = "minicpm5"
-    starts: ClassVar[Mapping[str, str]] = {_FN: "name"}
+    states = _MiniCPM
 
-    _members: JsonMembers | None = None
-    _name = ""
-    _key = ""
+    name = "minicpm5"
+    starts: ClassVar[Mapping[str, State]] = {_FN: _MiniCPM.NAME}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._members: JsonMembers | None = None
+        self._name = ""
+        self._key = ""
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = _FN_END
-        self._parts: list[str] = []
+        self._parts = []
 
     def _s_name(self) -> bool:
         text = self._gather(_ATTR_END, special=False)
@@ -52,11 +69,11 @@ class MiniCPM5Parser(BlockParser):
             self.out.args(index, _FN + "".join(self._parts))
             self._parts = []
             self.junk_index = index
-            self.state = "junk"
+            self.state = Block.JUNK
             return True
         self._name = text
         self._members = JsonMembers(self.out, self.out.start_call(text))
-        self.state = "params"
+        self.state = _MiniCPM.PARAMS
         return True
 
     def _s_params(self) -> bool:
@@ -74,7 +91,7 @@ class MiniCPM5Parser(BlockParser):
         if found == _FN_END:
             return self._close_call()
         if found:
-            self.state = "key"
+            self.state = _MiniCPM.KEY
             return True
         return self._broken("malformed parameters", "")
 
@@ -85,7 +102,7 @@ class MiniCPM5Parser(BlockParser):
                 return self._broken("truncated" if self.final else "malformed parameters", _PARAM)
             return False
         self._key = text
-        self.state = "value_head"
+        self.state = _MiniCPM.VALUE_HEAD
         return True
 
     def _head(self) -> str:
@@ -95,7 +112,7 @@ class MiniCPM5Parser(BlockParser):
         hit = self.at_marker(_CDATA)
         if hit is None:
             return False
-        self.state = "cdata" if hit else "value"
+        self.state = _MiniCPM.CDATA if hit else _MiniCPM.VALUE
         return True
 
     def _s_value(self) -> bool:
@@ -118,7 +135,7 @@ class MiniCPM5Parser(BlockParser):
         if text is None:
             return self._broken("truncated", self._head() + _CDATA) if self.final else False
         self._cdata = text
-        self.state = "cdata_end"
+        self.state = _MiniCPM.CDATA_END
         return True
 
     def _s_cdata_end(self) -> bool:
@@ -149,7 +166,7 @@ class MiniCPM5Parser(BlockParser):
         assert self._members is not None
         schema = parameter_schema(self.out.tool_schema(self._name), self._key)
         self._members.member(self._key, typed_value(text, schema))
-        self.state = "params"
+        self.state = _MiniCPM.PARAMS
 
     def _close_call(self) -> bool:
         members = self._members
@@ -170,5 +187,5 @@ class MiniCPM5Parser(BlockParser):
         self.out.fail(members.index, reason)
         self._members = None
         self.junk_index = members.index
-        self.state = "junk"
+        self.state = Block.JUNK
         return True

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...parsing.base import WS
-from ...parsing.blocks import BlockParser
-from ...parsing.invoke import _MALFORMED, InvokeParser
-from ...parsing.reasoning import ThinkParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.invoke import _MALFORMED, Invoke, InvokeParser
+from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.states import State
 from ...parsing.xml_values import parameter_schema, typed_value
 from .markers import (
     MINIMAX_TOOL_CALL,
@@ -31,7 +32,7 @@ class MiniMaxM1Parser(BlockParser):
     """Call objects (newline-separated; ``,`` also accepted) inside ``<tool_calls>…</tool_calls>``."""
 
     name = "minimax_m1"
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALLS: Block.GAP}
     end = TOOL_CALLS_CLOSE
 
 
@@ -46,7 +47,7 @@ class MiniMaxM3ThinkParser(ThinkParser):
     open_marker = _M3_OPEN
     close_marker = _M3_CLOSE
     special_markers = (_M3_OPEN, _M3_CLOSE)
-    openers = ((_M3_OPEN, "reasoning"), (_M3_CLOSE, "after"))
+    openers = ((_M3_OPEN, Think.REASONING), (_M3_CLOSE, Think.AFTER))
 
 
 # ---------------------------------------------------------------------- MiniMax-M2
@@ -58,7 +59,7 @@ class MiniMaxM2Parser(InvokeParser):
 
     name = "minimax_m2"
     special_markers = (_MM_CALL, _MM_CALL_END)
-    starts: ClassVar[Mapping[str, str]] = {_MM_CALL: "calls"}
+    starts: ClassVar[Mapping[str, State]] = {_MM_CALL: Invoke.CALLS}
     end = _MM_CALL_END
 
 
@@ -73,13 +74,15 @@ class MiniMaxM3Parser(InvokeParser):
     (``NS`` = ``]<]minimax[>[``; see module doc)."""
 
     name = "minimax_m3"
-    starts: ClassVar[Mapping[str, str]] = {MM3_NS + "<tool_call>": "calls"}
+    starts: ClassVar[Mapping[str, State]] = {MM3_NS + "<tool_call>": Invoke.CALLS}
     end = MM3_NS + "</tool_call>"
     invoke_open = MM3_NS + "<invoke"
     invoke_close = MM3_NS + "</invoke>"
     param_open = MM3_NS + "<"
 
-    _depth = 0
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._depth = 0
 
     def _s_param_head(self) -> bool:
         got = self.read_header()
@@ -90,7 +93,7 @@ class MiniMaxM3Parser(InvokeParser):
         if not complete or not key or key.startswith("/"):
             return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
         self._key, self._attrs, self._parts, self._depth = key, {}, [], 0
-        self.state = "value"
+        self.state = Invoke.VALUE
         return True
 
     def value_markers(self) -> tuple[str, ...]:

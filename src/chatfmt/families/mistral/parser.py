@@ -5,40 +5,53 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser, RawArgs
+from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
+from ...parsing.states import State
 from .markers import ARGS, CALL_ID, THINK, THINK_CLOSE, TOOL_CALLS
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]*")
 _MAX_NAME = 256
 
 
+class _Mistral(State):
+    """States of :class:`MistralParser` beyond :class:`~.blocks.Block`."""
+
+    HEAD = auto()  # after ``[TOOL_CALLS]``: a list, an object or a name
+    ARGS_HEAD = auto()  # between the name and the JSON
+    CALL_ID = auto()  # the ``[CALL_ID]`` value
+    ARGS = auto()  # the JSON arguments of the name form
+
+
 class MistralParser(BlockParser):
     """Both Mistral tool-call forms; several ``[TOOL_CALLS]`` may follow each other."""
 
+    states = _Mistral
+
     name = "mistral"
     special_markers = (TOOL_CALLS, ARGS, CALL_ID)
-    starts: ClassVar[Mapping[str, str]] = {TOOL_CALLS: "head"}
+    starts: ClassVar[Mapping[str, State]] = {TOOL_CALLS: _Mistral.HEAD}
 
     def _s_head(self) -> bool:
         if not self.skip_ws():
             return False
         c = self.buf[self.pos]
         if c in "[{":
-            self.state = "gap"
+            self.state = Block.GAP
             return True
         end = _NAME.match(self.buf, self.pos).end()  # type: ignore[union-attr]
         if end == len(self.buf) and not self.final and end - self.pos < _MAX_NAME:
             return False  # the name may go on
         name = self.buf[self.pos : end]
         if not name:
-            self.state = "gap"  # not a call: handled as junk
+            self.state = Block.GAP  # not a call: handled as junk
             return True
         self.pos = end
         self.raw = RawArgs(self.out, self.out.start_call(name))
-        self.state = "args_head"
+        self.state = _Mistral.ARGS_HEAD
         return True
 
     def _s_args_head(self) -> bool:
@@ -53,9 +66,9 @@ class MistralParser(BlockParser):
                 return False
             if hit:
                 if marker == CALL_ID:
-                    self.state = "call_id"
+                    self.state = _Mistral.CALL_ID
                 return True
-        self.state = "args"
+        self.state = _Mistral.ARGS
         return True
 
     def _s_call_id(self) -> bool:
@@ -65,7 +78,7 @@ class MistralParser(BlockParser):
                 return False
             end = len(self.buf)
         self.pos = end
-        self.state = "args_head"
+        self.state = _Mistral.ARGS_HEAD
         return True
 
     def _s_args(self) -> bool:
@@ -74,7 +87,7 @@ class MistralParser(BlockParser):
             return False
         if status == "failed":
             self.cur_end = TOOL_CALLS
-            self.state = "junk"
+            self.state = Block.JUNK
         else:
             self.end_block()
         return True

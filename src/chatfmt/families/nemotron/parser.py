@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import TOOLCALL, TOOLCALL_CLOSE
 
 
@@ -13,5 +14,5 @@ class NemotronJsonParser(BlockParser):
     """A JSON list of call objects (or bare objects) between ``<TOOLCALL>`` and ``</TOOLCALL>``."""
 
     name = "nemotron_json"
-    starts: ClassVar[Mapping[str, str]] = {TOOLCALL: "block"}
+    starts: ClassVar[Mapping[str, State]] = {TOOLCALL: Block.GAP}
     end = TOOLCALL_CLOSE

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser
+from ...parsing.blocks import Block, BlockParser
+from ...parsing.states import State
 from .markers import FUNCTOOLS
 
 
@@ -14,4 +15,4 @@ class Phi4Parser(BlockParser):
 
     name = "phi4"
     special_markers = (FUNCTOOLS,)
-    starts: ClassVar[Mapping[str, str]] = {FUNCTOOLS: "block"}
+    starts: ClassVar[Mapping[str, State]] = {FUNCTOOLS: Block.GAP}

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from ...parsing.blocks import Block
 from ...parsing.reasoning import think_parser
-from ...parsing.xml_function import _FN, Qwen3CoderParser
+from ...parsing.states import State
+from ...parsing.xml_function import _FN, Qwen3Coder, Qwen3CoderParser
 from .markers import SEED_THINK, SEED_THINK_CLOSE, SEED_TOOL_CALL, SEED_TOOL_CALL_CLOSE
 
 
@@ -18,7 +20,7 @@ class SeedOssParser(Qwen3CoderParser):
     close_marker = SEED_TOOL_CALL_CLOSE
     value_newlines = False
     special_markers = (SEED_TOOL_CALL, SEED_TOOL_CALL_CLOSE)
-    starts: ClassVar[Mapping[str, str]] = {SEED_TOOL_CALL: "block", _FN: "fn_name"}
+    starts: ClassVar[Mapping[str, State]] = {SEED_TOOL_CALL: Block.GAP, _FN: Qwen3Coder.FN_NAME}
     end = SEED_TOOL_CALL_CLOSE
 
 

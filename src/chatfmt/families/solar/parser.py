@@ -9,10 +9,12 @@ markup. The model's call id is not kept (ids come from ``id_factory``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import auto
 from typing import ClassVar
 
-from ...parsing.blocks import BlockParser, RawArgs
-from ...parsing.reasoning import ThinkParser
+from ...parsing.blocks import Block, BlockParser, RawArgs
+from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.states import State
 from .markers import (
     BEGIN,
     BEGIN_ASSISTANT,
@@ -38,9 +40,20 @@ _BEGIN, _NAME, _ARGS, _CALL_END = (
 _MAX_HEAD = 256
 
 
+class _Solar(State):
+    """States of :class:`SolarOpenParser` beyond :class:`~.blocks.Block`."""
+
+    CALL_ID = auto()  # the call id, up to the name marker
+    NAME = auto()  # the tool name, up to the arguments marker
+    ARGS = auto()  # the raw JSON arguments
+    CALL_END = auto()  # up to the call's end marker
+
+
 class SolarOpenParser(BlockParser):
-    """States beyond :class:`BlockParser`'s: ``call_id`` and ``name`` (held until their
-    closing marker, at most :data:`_MAX_HEAD` characters), ``args`` (raw JSON), ``call_end``."""
+    """States beyond :class:`BlockParser`'s: :class:`_Solar` (the call id and the name are
+    held until their closing marker, at most :data:`_MAX_HEAD` characters)."""
+
+    states = _Solar
 
     name = "solar_open"
     special_markers: ClassVar[tuple[str, ...]] = (
@@ -55,13 +68,13 @@ class SolarOpenParser(BlockParser):
         _ARGS,
         _CALL_END,
     )
-    starts: ClassVar[Mapping[str, str]] = {
-        _HEADER: "text",
-        _CONTENT: "text",
-        _END: "text",
-        _CALLS: "text",
-        _CALLS_END: "text",
-        _BEGIN: "call_id",
+    starts: ClassVar[Mapping[str, State]] = {
+        _HEADER: Block.TEXT,
+        _CONTENT: Block.TEXT,
+        _END: Block.TEXT,
+        _CALLS: Block.TEXT,
+        _CALLS_END: Block.TEXT,
+        _BEGIN: _Solar.CALL_ID,
     }
 
     def _head(self, closing: str) -> str | None:
@@ -89,7 +102,7 @@ class SolarOpenParser(BlockParser):
             if len(self.buf) - self.pos > _MAX_HEAD:
                 return self._cut_head(_BEGIN, "no tool name")
             return False
-        self.state = "name"
+        self.state = _Solar.NAME
         return True
 
     def _s_name(self) -> bool:
@@ -107,7 +120,7 @@ class SolarOpenParser(BlockParser):
                 return True
             return False
         self.raw = RawArgs(self.out, self.out.start_call(text.strip()))
-        self.state = "args"
+        self.state = _Solar.ARGS
         return True
 
     def _s_args(self) -> bool:
@@ -116,9 +129,9 @@ class SolarOpenParser(BlockParser):
             return False
         if status == "failed":
             self.cur_end = _CALL_END
-            self.state = "junk"
+            self.state = Block.JUNK
         else:
-            self.state = "call_end"
+            self.state = _Solar.CALL_END
         return True
 
     def _s_call_end(self) -> bool:
@@ -140,5 +153,8 @@ class SolarOpenThinkParser(ThinkParser):
     open_marker = _THINK
     close_marker = _END
     special_markers: ClassVar[tuple[str, ...]] = (_THINK, _END)
-    openers: ClassVar[tuple[tuple[str, str], ...]] = ((_THINK, "reasoning"), (_HEADER, "start"))
-    after_openers: ClassVar[tuple[tuple[str, str], ...]] = ((_HEADER, "inner"),)
+    openers: ClassVar[tuple[tuple[str, State], ...]] = (
+        (_THINK, Think.REASONING),
+        (_HEADER, Think.START),
+    )
+    after_openers: ClassVar[tuple[tuple[str, State], ...]] = ((_HEADER, Think.INNER),)

@@ -11,8 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import chatfmt
+from _official import assert_conv_matches_official, ollama_source
 from chatfmt import (
-    ChatFmtError,
     Kind,
     RoleOrderError,
     Template,
@@ -21,7 +21,7 @@ from chatfmt import (
 )
 from chatfmt.segments import join
 
-from _support import SHARED, TOOLS, conversations, official_render, official_source, texts
+from _support import TOOLS, conversations, official_render, official_source, texts
 
 HERMES_FILES = {
     "hermes2-pro": "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
@@ -36,11 +36,6 @@ CHATML_JINJA = (
 )
 
 
-def _ollama_source(model: str) -> str:
-    data = json.loads((SHARED / "reference" / "ollama_gguf_chat_templates.json").read_text())
-    return next(e["gguf"] for e in data["entries"] if e["model"] == model)
-
-
 def render_pair(
     tpl: Template,
     source: str,
@@ -50,18 +45,14 @@ def render_pair(
     **options: Any,
 ) -> str | None:
     """chatfmt == official, or both reject. Returns the render (None when rejected)."""
-    msgs, tools = conv["messages"], conv["tools"]
-    try:
-        expected = official_render(
-            source, msgs, tools=tools, add_generation_prompt=agp, **options, **oracle_vars
-        )
-    except Exception:
-        with pytest.raises(ChatFmtError):
-            tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-        return None
-    got = tpl.render(msgs, tools=tools, add_generation_prompt=agp, **options)
-    assert got == expected
-    return got
+    return assert_conv_matches_official(
+        tpl,
+        source,
+        conv,
+        agp,
+        options=options,
+        official_vars=oracle_vars,
+    )
 
 
 def assert_segments(tpl: Template, conv: dict[str, Any], **options: Any) -> None:
@@ -119,7 +110,7 @@ def test_hermes_tool_use_matches_official(conv: dict[str, Any], agp: bool, name:
 @given(conv=conversations(max_turns=4, end_with="any"), agp=st.booleans())
 def test_hermes_default_templates(conv: dict[str, Any], agp: bool) -> None:
     h3 = chatfmt.get_template("hermes3")
-    render_pair(h3, _ollama_source("library/hermes3:70b"), conv, agp, {"bos_token": BOS})
+    render_pair(h3, ollama_source("library/hermes3:70b"), conv, agp, {"bos_token": BOS})
     h2 = chatfmt.get_template("hermes2-pro")
     assert h2.render(conv["messages"], add_generation_prompt=agp) == BOS + official_render(
         CHATML_JINJA, conv["messages"], add_generation_prompt=agp
@@ -289,8 +280,9 @@ def test_smollm3_modes() -> None:
     assert "named SmolLM, trained by Hugging Face.\n\n<|im_end|>" in tpl.render(
         "hi", enable_thinking=False
     )
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="needs at least one message") as err:
         tpl.render([])
+    assert (err.value.index, err.value.field) == (None, "messages")
     assert tpl.generation_config.temperature == 0.6 and tpl.reasoning_parser == "think"
 
 
@@ -346,7 +338,7 @@ def test_data_files_are_the_official_templates(shared_dir: Any) -> None:
     for name in ("hermes2-pro", "hermes3", "smollm3"):
         for f in chatfmt.get_template(name).official_templates:
             expected = (
-                _ollama_source("library/hermes3:70b")
+                ollama_source("library/hermes3:70b")
                 if f.startswith("ollama-")
                 else official_source(f)
             )

@@ -1,6 +1,7 @@
-"""Family parsers: what the stream sends equals the whole parse, and the formats of templates
-that had no parser or a wrong one (issue 11, items 4 and 5). Every case is checked whole and
-streamed in every chunking (``_streaming.chunkings``: every single cut of short outputs)."""
+"""Family parser edge cases: whitespace around calls in the stream, SmolLM3's Hermes calls,
+Granite 3 thinking, GLM-4.5 output cut inside a tag, and a prefilled ``<think>`` written again.
+Every case is checked whole and streamed in every chunking (``_streaming.chunkings``: every
+single cut of short outputs)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def arguments(msg: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
     return out
 
 
-# ------------------------------------------------------------ item 4: stream ≡ whole, delta by delta
+# ------------------------------------------------------------ stream ≡ whole, delta by delta
 GLM45_CALLS = (
     "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
     "\n<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>"
@@ -79,7 +80,7 @@ def test_whitespace_is_content_when_text_follows_or_no_call_comes() -> None:
         assert sent_text(stream_deltas([text], "qwen2.5"), "content") == content
 
 
-# ------------------------------------------------------------ item 5a: SmolLM3 calls tools as Hermes
+# ------------------------------------------------------------ SmolLM3 calls tools as Hermes
 SMOL_CALL = (
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>'
 )
@@ -108,7 +109,7 @@ def test_smollm3_plain_answer() -> None:
     assert msg == {"role": "assistant", "content": "Paris.", "reasoning_content": "Easy."}
 
 
-# ------------------------------------------------------------ item 5b: Granite 3 thinking
+# ------------------------------------------------------------ Granite 3 thinking
 @pytest.mark.parametrize(
     ("text", "reasoning", "content"),
     [
@@ -147,7 +148,7 @@ def test_granite3_tool_call_inside_the_response() -> None:
     assert msg["content"] is None
 
 
-# ------------------------------------------------------------ item 5c: GLM-4.5 output cut in a tag
+# ------------------------------------------------------------ GLM-4.5 output cut in a tag
 GLM_CALL = (
     "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
 )
@@ -202,7 +203,7 @@ def test_glm45_cut_inside_an_argument_is_a_truncated_call(text: str, name: str, 
     assert msg["content"] is None
 
 
-# ------------------------------------------------------------ item 5d: prefilled <think> repeated
+# ------------------------------------------------------------ prefilled <think> repeated
 @pytest.mark.parametrize(
     ("text", "reasoning", "content"),
     [
