@@ -19,6 +19,7 @@ from .errors import (
 from .parsing import ParsedMessage, StreamParser, merge_deltas, parse
 from .protocol import Conversation, Message, Tool, ToolCall, validate_conversation
 from .registry import REGISTRY, register
+from .requests import ParseRequest, RenderRequest
 from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
@@ -51,8 +52,10 @@ __all__ = [
     "Kind",
     "Message",
     "ParseError",
+    "ParseRequest",
     "ParsedMessage",
     "RenderContext",
+    "RenderRequest",
     "RoleFormat",
     "RoleOrderError",
     "Segment",

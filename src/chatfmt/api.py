@@ -1,13 +1,12 @@
-"""The stable top-level API: ``render``, ``get_template``, ``list_templates``."""
+"""The stable top-level API: ``render``, ``render_segments``, ``get_template``, ``list_templates``."""
 
 from __future__ import annotations
 
-import datetime as _dt
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .registry import REGISTRY
+from .requests import RenderRequest
 from .segments import Segment
 from .template import Template
 
@@ -26,47 +25,25 @@ def render(
     messages: Any,
     template: str | Path | Template,
     *,
-    tools: Sequence[Any] | None = None,
-    add_generation_prompt: bool = True,
-    continue_final_message: bool = False,
-    sequence_start: bool = True,
-    now: _dt.date | _dt.datetime | str | None = None,
-    **options: Any,
+    request: RenderRequest | None = None,
+    **kwargs: Any,
 ) -> str:
     """Render OpenAI-style ``messages`` into the exact prompt text of ``template``.
 
-    ``options`` are the template's own variables (e.g. ``enable_thinking``);
-    ``now`` fixes the date for templates that print one.
+    Keywords are the fields of :class:`RenderRequest` (``tools``,
+    ``add_generation_prompt``, ``continue_final_message``, ``sequence_start``,
+    ``now``); any other keyword is a template option (e.g. ``enable_thinking``).
+    ``request=`` passes a prepared request (keywords given too change it for this call).
     """
-    return REGISTRY.get(template).render(
-        messages,
-        tools=tools,
-        add_generation_prompt=add_generation_prompt,
-        continue_final_message=continue_final_message,
-        sequence_start=sequence_start,
-        now=now,
-        **options,
-    )
+    return REGISTRY.get(template).render(messages, request=request, **kwargs)
 
 
 def render_segments(
     messages: Any,
     template: str | Path | Template,
     *,
-    tools: Sequence[Any] | None = None,
-    add_generation_prompt: bool = True,
-    continue_final_message: bool = False,
-    sequence_start: bool = True,
-    now: _dt.date | _dt.datetime | str | None = None,
-    **options: Any,
+    request: RenderRequest | None = None,
+    **kwargs: Any,
 ) -> list[Segment]:
     """Like :func:`render`, but return the segments (text, kind, message, trained)."""
-    return REGISTRY.get(template).segments(
-        messages,
-        tools=tools,
-        add_generation_prompt=add_generation_prompt,
-        continue_final_message=continue_final_message,
-        sequence_start=sequence_start,
-        now=now,
-        **options,
-    )
+    return REGISTRY.get(template).segments(messages, request=request, **kwargs)

@@ -24,6 +24,7 @@ from .commands._shared import (
     template_options,
 )
 from .errors import ChatFmtError
+from .requests import RenderRequest
 
 __all__ = ["app", "fail", "main", "option_value", "read_json_input", "templates_markdown"]
 
@@ -191,15 +192,15 @@ def render_cmd(
     check_output_path(output)
     messages, tools = conversation_input(source)
     options = template_options(option, reserved=RENDER_PARAMETERS)
-    segments = get_template(template).segments(
-        messages,
+    request = RenderRequest(
         tools=tools,
         add_generation_prompt=not no_generation_prompt and not continue_final,
         continue_final_message=continue_final,
         sequence_start=not follow_up,
         now=now,
-        **options,
+        options=options,
     )
+    segments = get_template(template).segments(messages, request=request)
     if as_json:
         text = json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2) + "\n"
     else:

@@ -11,11 +11,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .config import GenerationConfig
 from .errors import TemplateError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
+from .requests import RenderRequest, parse_now
 from .segments import Kind, Segment, SegmentBuilder, TextSink, join, truncate_after_content
 
 if TYPE_CHECKING:
     from .parsing.base import FormatParser
 
+#: The keywords of every render call, for error messages.
+RENDER_KEYWORDS = ", ".join(sorted(RenderRequest.KEYWORDS))
 #: Texts of the probe turn used to render a follow-up turn (``sequence_start=False``).
 PROBE_USER = "chatfmt probe question"
 PROBE_ASSISTANT = "chatfmt probe answer"
@@ -136,31 +139,41 @@ class Template(ABC):
             known = ", ".join(sorted(self.default_options)) or "none"
             raise TemplateError(
                 f"template {self.name!r} has no option(s) {', '.join(sorted(unknown))} "
-                f"(known options: {known})"
+                f"(known options: {known}; render keywords: {RENDER_KEYWORDS})"
             )
 
     # ------------------------------------------------------------------ public API
     def segments(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
+        self, messages: Any, *, request: RenderRequest | None = None, **kwargs: Any
     ) -> list[Segment]:
         """Render to segments. Same arguments as :meth:`render`."""
-        if continue_final_message and add_generation_prompt:
-            # Same rule as transformers: both at once is contradictory; the final
-            # message is continued, so the generation prompt is dropped.
-            add_generation_prompt = False
-        ctx = self._context(add_generation_prompt, now, options)
+        return self._segments(messages, RenderRequest.from_kwargs(kwargs, request))
+
+    def render(self, messages: Any, *, request: RenderRequest | None = None, **kwargs: Any) -> str:
+        """Render messages to the prompt string (the join of :meth:`segments`).
+
+        ``request`` (a :class:`~chatfmt.RenderRequest`) or its fields as keywords
+        (``tools``, ``add_generation_prompt``, ``continue_final_message``,
+        ``sequence_start``, ``now``); any other keyword is a template option.
+        ``sequence_start=False`` renders only what the given new messages add after
+        a previous turn whose reply (with its stop token) the engine already holds.
+        """
+        return self._render(messages, RenderRequest.from_kwargs(kwargs, request))
+
+    # ------------------------------------------------------------------ request API
+    def _segments(self, messages: Any, request: RenderRequest) -> list[Segment]:
+        """The segments of ``messages`` for ``request`` (what :meth:`segments` runs)."""
+        continued = request.continue_final_message
+        # Same rule as transformers: both at once is contradictory; the final
+        # message is continued, so the generation prompt is dropped.
+        ctx = self._context(
+            request, add_generation_prompt=request.add_generation_prompt and not continued
+        )
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
+        tools, sequence_start = request.tools, request.sequence_start
         conv, segs = self._render_segments(messages, tools, ctx, sequence_start)
-        if continue_final_message and (conv.messages or sequence_start):
+        if continued and (conv.messages or sequence_start):
             last = _final_message(conv)
             if last.role == "assistant" and not any(s.message == last.index for s in segs):
                 # Nothing traceable belongs to the (empty) final reply, e.g. a Jinja template
@@ -175,39 +188,15 @@ class Template(ABC):
             segs = truncate_after_content(segs, last.index)
         return segs
 
-    def render(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
-    ) -> str:
-        """Render messages to the prompt string (the join of :meth:`segments`).
-
-        ``sequence_start=False`` renders only what the given new messages add after
-        a previous turn whose reply (with its stop token) the engine already holds.
-        """
-        if sequence_start and not continue_final_message:
-            # What segments() does for this case, writing to a TextSink: the same template code.
-            ctx = self._context(add_generation_prompt, now, options, text_only=True)
+    def _render(self, messages: Any, request: RenderRequest) -> str:
+        """The prompt string of ``messages`` for ``request`` (what :meth:`render` runs)."""
+        if request.sequence_start and not request.continue_final_message:
+            # What _segments() does for this case, writing to a TextSink: the same template code.
+            ctx = self._context(request, text_only=True)
             if isinstance(messages, str):
                 messages = [{"role": "user", "content": messages}]
-            return join(self._render_segments(messages, tools, ctx, True)[1])
-        return join(
-            self.segments(
-                messages,
-                tools=tools,
-                add_generation_prompt=add_generation_prompt,
-                continue_final_message=continue_final_message,
-                sequence_start=sequence_start,
-                now=now,
-                **options,
-            )
-        )
+            return join(self._render_segments(messages, request.tools, ctx, True)[1])
+        return join(self._segments(messages, request))
 
     def info(self) -> dict[str, Any]:
         """A JSON-friendly description (used by the CLI and docs)."""
@@ -233,17 +222,22 @@ class Template(ABC):
     # ------------------------------------------------------------------ internals
     def _context(
         self,
-        add_generation_prompt: bool,
-        now: _dt.date | _dt.datetime | str | None,
-        options: Mapping[str, Any],
+        request: RenderRequest,
         text_only: bool = False,
+        add_generation_prompt: bool | None = None,
     ) -> RenderContext:
         """The render context of one call (options checked and merged over the defaults)."""
+        add_gen = (
+            request.add_generation_prompt
+            if add_generation_prompt is None
+            else add_generation_prompt
+        )
+        options = request.options
         if not options:
-            return RenderContext(add_generation_prompt, now, self.default_options, text_only)
+            return RenderContext(add_gen, request.now, self.default_options, text_only)
         self.check_options(options)
         merged = {**self.default_options, **options}
-        return RenderContext(add_generation_prompt, now, merged, text_only)
+        return RenderContext(add_gen, request.now, merged, text_only)
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
@@ -319,31 +313,6 @@ class Template(ABC):
                     field="role",
                 )
         return out
-
-
-def parse_now(now: _dt.date | _dt.datetime | str | None) -> _dt.datetime | None:
-    """The ``now=`` argument of a render as a datetime (``None`` stays ``None``).
-
-    Accepts a ``date``, a ``datetime`` or an ISO 8601 string (a date or a date and time);
-    the whole string must parse. Anything else raises ``ValidationError(field="now")``.
-    """
-    if now is None or type(now) is _dt.datetime:
-        return now
-    if isinstance(now, _dt.datetime):
-        return now
-    if isinstance(now, _dt.date):
-        return _dt.datetime(now.year, now.month, now.day)
-    if isinstance(now, str):
-        try:
-            return _dt.datetime.fromisoformat(now)
-        except ValueError:
-            raise ValidationError(
-                f"now must be an ISO date or datetime (YYYY-MM-DD[THH:MM:SS]), got {now!r}",
-                field="now",
-            ) from None
-    raise ValidationError(
-        f"now must be a date, a datetime or an ISO string, got {type(now).__name__}", field="now"
-    )
 
 
 # ----------------------------------------------------------------------------- refusals

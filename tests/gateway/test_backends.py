@@ -211,13 +211,24 @@ def test_openai_read_timeout(server: FakeCompletionsServer) -> None:
         _stream(backend, CompletionRequest("p"))
 
 
-def test_openai_unreachable_backend() -> None:
+@pytest.mark.parametrize(
+    ("call", "path"),
+    [("lookup", "/models"), ("complete", "/completions"), ("stream", "/completions")],
+)
+def test_openai_unreachable_backend(call: str, path: str) -> None:
     with socket.socket() as sock:  # a port that was free a moment ago: nobody listens there
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    backend = OpenAICompletionsBackend(f"http://127.0.0.1:{port}/v1", connect_timeout=2)
-    with pytest.raises(BackendConnectionError, match=f"cannot reach http://127.0.0.1:{port}/v1"):
-        asyncio.run(backend.complete(CompletionRequest("p")))
+    model = None if call == "lookup" else "m"  # no model: it is looked up at /models first
+    backend = OpenAICompletionsBackend(
+        f"http://127.0.0.1:{port}/v1", model=model, connect_timeout=2
+    )
+    url = f"http://127.0.0.1:{port}/v1{path}"
+    with pytest.raises(BackendConnectionError, match=f"cannot reach {url}"):
+        if call == "stream":
+            _stream(backend, CompletionRequest("p"))
+        else:
+            asyncio.run(backend.complete(CompletionRequest("p")))
 
 
 def test_openai_bad_url() -> None:

@@ -17,10 +17,11 @@ from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
 from ..errors import ValidationError
-from ..parsing import StreamParser, end_of_turn_markers, merge_deltas
+from ..parsing import end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..protocol import Conversation, validate_conversation
 from ..template import Template
+from ..turn import ParsedTurn, render_prompt
 from .events import (
     AgentEvent,
     AgentFinish,
@@ -35,7 +36,6 @@ from .events import (
 )
 from .interpreter import CodeInterpreter
 from .tools import FunctionTool, ToolExecutor
-from .turn import ParsedTurn, prompt_for
 
 #: The function tool that stands for the interpreter in families without a code-call syntax.
 PYTHON_TOOL = {
@@ -119,10 +119,14 @@ class Agent:
             request = CompletionRequest.for_template(
                 self.template, prompt, prompt_token_ids=ids, **self.sampling
             )
-            parser = StreamParser(
-                self.template, tools=self.tool_definitions or None, **self.options
+            turn = ParsedTurn.for_template(
+                self.backend,
+                request,
+                self.template,
+                tools=self.tool_definitions,
+                options=self.options,
             )
-            turn = ParsedTurn(self.backend, request, parser)
+            parser = turn.parser
             deltas: list[dict[str, Any]] = []
             async for batch in turn.deltas():
                 for delta in batch:
@@ -207,14 +211,18 @@ class Agent:
     def _prompt(self, history: list[dict[str, Any]]) -> tuple[str, tuple[int, ...] | None]:
         """The prompt for ``history``, and its injection-safe ids when the backend has a
         chatfmt tokenizer (embedded models). Reasoning a format never shows again is left
-        out (it stays on the step, ``AgentStep.message``): see :func:`.turn.prompt_for`."""
-        return prompt_for(
+        out, here and in ``history`` (it stays on the step, ``AgentStep.message``): see
+        :func:`chatfmt.turn.render_prompt`."""
+        prompt = render_prompt(
             self.template,
             history,
-            self.tool_definitions,
-            self.options,
-            getattr(self.backend, "tokenizer", None),
+            tools=self.tool_definitions,
+            options=self.options,
+            tokenizer=getattr(self.backend, "tokenizer", None),
         )
+        if prompt.messages is not history:
+            history[:] = prompt.messages
+        return prompt.text, prompt.ids
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -138,28 +139,30 @@ class OpenAICompletionsBackend(Backend):
         body.update(self.extra_body)
         return body
 
-    async def _get_json(self, path: str) -> Any:
-        url = self.base_url + path
+    @asynccontextmanager
+    async def _transport(self, url: str) -> AsyncIterator[None]:
+        """Map aiohttp's transport errors (and timeouts) inside the block to chatfmt's
+        backend errors naming ``url``; chatfmt's own errors pass through."""
         try:
-            async with self._client().get(url) as resp:
-                await _raise_for_status(resp, url)
-                return await _json(resp, url)
+            yield
         except aiohttp.ClientError as exc:
             raise _connection_error(url, exc, self.read_timeout) from None
         except asyncio.TimeoutError:
             raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
 
+    async def _get_json(self, path: str) -> Any:
+        url = self.base_url + path
+        async with self._transport(url), self._client().get(url) as resp:
+            await _raise_for_status(resp, url)
+            return await _json(resp, url)
+
     async def complete(self, request: CompletionRequest) -> CompletionResult:
         model = await self.model_id()
         url = self.base_url + "/completions"
-        try:
-            async with self._client().post(url, json=self._body(model, request, False)) as resp:
-                await _raise_for_status(resp, url)
-                data = await _json(resp, url)
-        except aiohttp.ClientError as exc:
-            raise _connection_error(url, exc, self.read_timeout) from None
-        except asyncio.TimeoutError:
-            raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
+        body = self._body(model, request, False)
+        async with self._transport(url), self._client().post(url, json=body) as resp:
+            await _raise_for_status(resp, url)
+            data = await _json(resp, url)
         text, finish = _choice(data, url)
         return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
 
@@ -168,24 +171,20 @@ class OpenAICompletionsBackend(Backend):
         url = self.base_url + "/completions"
         finish: str | None = None
         usage = None
-        try:
-            async with self._client().post(url, json=self._body(model, request, True)) as resp:
-                await _raise_for_status(resp, url)
-                async for data in sse_data(resp.content):
-                    if data == "[DONE]":
-                        break
-                    event = _loads(data, url)
-                    usage = usage_from(event.get("usage")) or usage
-                    if not event.get("choices"):  # the usage-only chunk
-                        continue
-                    text, reason = _choice(event, url)
-                    finish = reason or finish
-                    if text:
-                        yield CompletionChunk(text)
-        except aiohttp.ClientError as exc:
-            raise _connection_error(url, exc, self.read_timeout) from None
-        except asyncio.TimeoutError:
-            raise BackendTimeoutError(f"{url}: no data within {self.read_timeout} s") from None
+        body = self._body(model, request, True)
+        async with self._transport(url), self._client().post(url, json=body) as resp:
+            await _raise_for_status(resp, url)
+            async for data in sse_data(resp.content):
+                if data == "[DONE]":
+                    break
+                event = _loads(data, url)
+                usage = usage_from(event.get("usage")) or usage
+                if not event.get("choices"):  # the usage-only chunk
+                    continue
+                text, reason = _choice(event, url)
+                finish = reason or finish
+                if text:
+                    yield CompletionChunk(text)
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
         yield CompletionChunk("", _finish(finish), usage)

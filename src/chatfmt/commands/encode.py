@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
+from ..requests import RenderRequest
 from ._shared import (
     RENDER_PARAMETERS,
     conversation_input,
@@ -168,15 +169,11 @@ def register(app: typer.Typer) -> None:
                 raise fail(f"input not found: {source}")
             messages, tools = dataset_row(path, row, split)
         try:
+            request = RenderRequest(
+                tools=tools, add_generation_prompt=generation_prompt, options=options
+            )
             encoding = encode(
-                messages,
-                template,
-                tokenizer,
-                tools=tools,
-                add_generation_prompt=generation_prompt,
-                train_on=mask,
-                on_special=on_special,
-                **options,
+                messages, template, tokenizer, request=request, train_on=mask, on_special=on_special
             )
         except ChatFmtError as exc:
             hint = ""

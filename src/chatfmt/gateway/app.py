@@ -20,14 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from .chat import (
-    check_length,
-    complete,
-    completion_request,
-    encoding_of,
-    prepare,
-    start_stream,
-)
+from .chat import Prepared, check_length, complete, completion_request, prepare, start_stream
 from .errors import APIError
 from .models import Limits, ModelEntry
 from .playground import (
@@ -103,6 +96,241 @@ def error_response(error: APIError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status)
 
 
+# ---------------------------------------------------------------------- handlers without state
+async def index(_request: Request) -> Response:
+    return Response(page(), media_type="text/html; charset=utf-8")
+
+
+async def asset(request: Request) -> Response:
+    name = request.path_params["name"]
+    try:
+        data = static_file(name)
+    except KeyError:
+        raise HTTPException(404, f"no playground file {name!r}") from None
+    kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return Response(data, media_type=kind)
+
+
+async def health(_request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def http_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    kind = "not_found" if exc.status_code == 404 else "invalid_request"
+    return error_response(APIError(exc.status_code, str(exc.detail), code=kind))
+
+
+async def internal_error(_request: Request, exc: Exception) -> Response:
+    log.exception("internal error", exc_info=exc)
+    return error_response(
+        APIError(500, f"internal error: {type(exc).__name__}", type="api_error", code="internal")
+    )
+
+
+# ---------------------------------------------------------------------- the gateway
+class Gateway:
+    """The state of one application (models, limits, API key, playground) and its handlers.
+
+    Each ``/v1`` handler reads and checks the body, finds the model and runs the steps of
+    :mod:`.chat`; :meth:`guarded` adds the API key check and turns an :class:`APIError`
+    into its response.
+    """
+
+    def __init__(
+        self,
+        models: Mapping[str, ModelEntry],
+        api_key: str | None = None,
+        limits: Limits | None = None,
+        playground: Playground | None = None,
+    ) -> None:
+        if not models and playground is None:
+            raise ChatFmtError("the gateway needs at least one model")
+        for name, entry in models.items():
+            if entry.name != name:
+                raise ChatFmtError(f"models[{name!r}] is a ModelEntry named {entry.name!r}")
+        self.models = dict(models)
+        self.limits = limits or Limits()
+        self.playground = playground
+        self._expected_key = f"Bearer {api_key}".encode() if api_key else None
+
+    # ------------------------------------------------------------------ the application
+    def app(self) -> Starlette:
+        """The Starlette application serving this gateway."""
+        app = Starlette(
+            routes=self.routes(),
+            exception_handlers={HTTPException: http_error, Exception: internal_error},
+            lifespan=self.lifespan,
+        )
+        app.state.model_names = list(self.models)
+        return app
+
+    def routes(self) -> list[Route]:
+        guarded = self.guarded
+        routes = [
+            Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
+            Route("/v1/render", guarded(self.render), methods=["POST"]),
+            Route("/v1/models", guarded(self.list_models), methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+        ]
+        if self.playground is not None:
+            routes += [
+                Route("/", index, methods=["GET"]),
+                Route("/playground/{name}", asset, methods=["GET"]),
+                Route("/v1/templates", guarded(self.templates), methods=["GET"]),
+                Route("/v1/parse", guarded(self.parse), methods=["POST"]),
+            ]
+        return routes
+
+    @asynccontextmanager
+    async def lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        """Close the backends (and the playground's sandbox) when the application stops."""
+        try:
+            yield
+        finally:
+            for entry in self.models.values():
+                await entry.backend.aclose()
+            if self.playground is not None:
+                self.playground.close()
+
+    # ------------------------------------------------------------------ request steps
+    def guarded(self, handler: Handler) -> Handler:
+        """``handler`` behind the API key, with :class:`APIError` s as responses."""
+
+        async def run(request: Request) -> Response:
+            try:
+                self.check_key(request)
+                return await handler(request)
+            except APIError as exc:
+                return error_response(exc)
+
+        return run
+
+    def check_key(self, request: Request) -> None:
+        expected = self._expected_key
+        if expected is None:
+            return
+        given = request.headers.get("authorization", "").encode()
+        if not secrets.compare_digest(given, expected):
+            raise APIError(
+                401,
+                "missing or wrong API key (send Authorization: Bearer <key>)",
+                code="invalid_api_key",
+            )
+
+    async def read_body(self, request: Request) -> bytes:
+        """The request body, refused (413) beyond ``limits.max_body_bytes``."""
+        limit = self.limits.max_body_bytes
+        too_large = APIError(
+            413, f"the request body is larger than {limit} bytes", code="request_too_large"
+        )
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise too_large
+        parts: list[bytes] = []
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > limit:
+                raise too_large
+            parts.append(part)
+        return b"".join(parts)
+
+    def entry_for(self, name: str) -> ModelEntry:
+        """The served model named ``name`` (404 if none)."""
+        entry = self.models.get(name)
+        if entry is None:
+            raise APIError(
+                404,
+                f"the model {name!r} does not exist (models: {', '.join(self.models)})",
+                param="model",
+                code="model_not_found",
+            )
+        return entry
+
+    # ------------------------------------------------------------------ handlers
+    async def chat_completions(self, request: Request) -> Response:
+        """``POST /v1/chat/completions``: validate → render → backend → parse → wire."""
+        body = parse_body(ChatBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        refused = unsupported(body)
+        if refused is not None:
+            raise refused
+        prepared = prepare(entry, body, self.limits)
+        check_length(prepared, self.limits)
+        completion = completion_request(prepared, body)
+        if not body.stream:
+            return JSONResponse(await complete(prepared, completion))
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        events, close = await start_stream(prepared, completion, include_usage)
+        return EventStream(events, close)
+
+    async def render(self, request: Request) -> Response:
+        """``POST /v1/render``: the prompt of a chat request (or the playground's view of a
+        template's, when the body names a template instead of a model)."""
+        raw = await self.read_body(request)
+        if self.playground is not None and not _names_model(raw):
+            body_p = parse_body(PlaygroundRenderBody, raw)
+            return JSONResponse(await playground_render(self.playground, body_p))
+        body = parse_body(RenderBody, raw)
+        prepared = prepare(self.entry_for(body.model), body, self.limits)
+        return JSONResponse(self._render_view(prepared, body.add_generation_prompt))
+
+    def _render_view(self, prepared: Prepared, add_generation_prompt: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "model": prepared.entry.name,
+            "prompt": prepared.prompt,
+            "prefill": prepared.prefill,
+        }
+        enc = prepared.rendered.encoding
+        if enc is not None and prepared.prompt_ids is not None:
+            extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained
+            out["token_ids"] = list(prepared.prompt_ids)
+            out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * extra
+            out["trained"] = [lab != -100 for lab in enc.labels] + [False] * extra
+        if self.playground is not None:  # the page's view: segments (and tokens) of the prompt
+            if enc is not None:  # the encoding already holds them
+                out["segments"] = segments_view(enc.segments)
+                out["tokens"] = tokens_view(enc)
+            else:
+                segments = prepared.entry.template.segments(
+                    prepared.rendered.messages,
+                    add_generation_prompt=add_generation_prompt,
+                    **prepared.chat.options,
+                )
+                out["segments"] = segments_view(segments)
+        return out
+
+    async def parse(self, request: Request) -> Response:
+        """``POST /v1/parse`` (playground): raw output read by a template's parser."""
+        assert self.playground is not None
+        body = parse_body(ParseBody, await self.read_body(request))
+        model_template = self.entry_for(body.model).template if body.model else None
+        return JSONResponse(await parse_output(self.playground, body, model_template))
+
+    async def templates(self, _request: Request) -> Response:
+        """``GET /v1/templates`` (playground): the registered templates and what is served."""
+        playground = self.playground
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": template_list(),
+                "trust_request_chat_template": bool(
+                    playground and playground.trust_request_templates
+                ),
+                "tokenizer": bool(playground and playground.tokenizer is not None),
+                "models": list(self.models),
+            }
+        )
+
+    async def list_models(self, _request: Request) -> Response:
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "chatfmt"}
+            for name in self.models
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+
 def create_app(
     models: Mapping[str, ModelEntry],
     api_key: str | None = None,
@@ -116,194 +344,4 @@ def create_app(
     endpoints it calls are served too; then ``models`` may be empty. The backends (and the
     playground's sandbox) are closed when the application shuts down.
     """
-    if not models and playground is None:
-        raise ChatFmtError("the gateway needs at least one model")
-    for name, entry in models.items():
-        if entry.name != name:
-            raise ChatFmtError(f"models[{name!r}] is a ModelEntry named {entry.name!r}")
-    models = dict(models)
-    limits = limits or Limits()
-    expected = f"Bearer {api_key}".encode() if api_key else None
-
-    def guarded(handler: Handler) -> Handler:
-        async def run(request: Request) -> Response:
-            if expected is not None:
-                given = request.headers.get("authorization", "").encode()
-                if not secrets.compare_digest(given, expected):
-                    return error_response(
-                        APIError(
-                            401,
-                            "missing or wrong API key (send Authorization: Bearer <key>)",
-                            code="invalid_api_key",
-                        )
-                    )
-            try:
-                return await handler(request)
-            except APIError as exc:
-                return error_response(exc)
-
-        return run
-
-    async def read_body(request: Request) -> bytes:
-        too_large = APIError(
-            413,
-            f"the request body is larger than {limits.max_body_bytes} bytes",
-            code="request_too_large",
-        )
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_body_bytes:
-            raise too_large
-        parts: list[bytes] = []
-        size = 0
-        async for part in request.stream():
-            size += len(part)
-            if size > limits.max_body_bytes:
-                raise too_large
-            parts.append(part)
-        return b"".join(parts)
-
-    def entry_for(name: str) -> ModelEntry:
-        entry = models.get(name)
-        if entry is None:
-            raise APIError(
-                404,
-                f"the model {name!r} does not exist (models: {', '.join(models)})",
-                param="model",
-                code="model_not_found",
-            )
-        return entry
-
-    async def chat_completions(request: Request) -> Response:
-        body = parse_body(ChatBody, await read_body(request))
-        entry = entry_for(body.model)
-        refused = unsupported(body)
-        if refused is not None:
-            raise refused
-        prepared = prepare(entry, body, limits)
-        check_length(prepared, limits)
-        completion = completion_request(prepared, body)
-        if not body.stream:
-            return JSONResponse(await complete(prepared, completion))
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events, close = await start_stream(prepared, completion, include_usage)
-        return EventStream(events, close)
-
-    async def render(request: Request) -> Response:
-        raw = await read_body(request)
-        if playground is not None and not _names_model(raw):
-            body_p = parse_body(PlaygroundRenderBody, raw)
-            return JSONResponse(await playground_render(playground, body_p))
-        body = parse_body(RenderBody, raw)
-        entry = entry_for(body.model)
-        prepared = prepare(entry, body, limits)
-        out: dict[str, Any] = {
-            "model": entry.name,
-            "prompt": prepared.prompt + prepared.prefill,
-            "prefill": prepared.prefill,
-        }
-        enc = None
-        if prepared.prompt_ids is not None:
-            enc = encoding_of(prepared, add_generation_prompt=body.add_generation_prompt)
-            extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained
-            out["token_ids"] = list(prepared.prompt_ids)
-            out["control"] = [bool(c) for c in enc.control_array.tolist()] + [True] * extra
-            out["trained"] = [lab != -100 for lab in enc.labels] + [False] * extra
-        if playground is not None:  # the page's view: segments (and tokens) of the prompt
-            if enc is not None:  # the encoding already holds them
-                out["segments"] = segments_view(enc.segments)
-                out["tokens"] = tokens_view(enc)
-            else:
-                segments = entry.template.segments(
-                    prepared.history,
-                    add_generation_prompt=body.add_generation_prompt,
-                    **prepared.options,
-                )
-                out["segments"] = segments_view(segments)
-        return JSONResponse(out)
-
-    async def parse(request: Request) -> Response:
-        assert playground is not None
-        body = parse_body(ParseBody, await read_body(request))
-        model_template = entry_for(body.model).template if body.model else None
-        return JSONResponse(await parse_output(playground, body, model_template))
-
-    async def templates(_request: Request) -> Response:
-        return JSONResponse(
-            {
-                "object": "list",
-                "data": template_list(),
-                "trust_request_chat_template": bool(
-                    playground and playground.trust_request_templates
-                ),
-                "tokenizer": bool(playground and playground.tokenizer is not None),
-                "models": list(models),
-            }
-        )
-
-    async def index(_request: Request) -> Response:
-        return Response(page(), media_type="text/html; charset=utf-8")
-
-    async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        try:
-            data = static_file(name)
-        except KeyError:
-            raise HTTPException(404, f"no playground file {name!r}") from None
-        kind = mimetypes.guess_type(name)[0] or "application/octet-stream"
-        return Response(data, media_type=kind)
-
-    async def list_models(_request: Request) -> Response:
-        data = [
-            {"id": name, "object": "model", "created": 0, "owned_by": "chatfmt"} for name in models
-        ]
-        return JSONResponse({"object": "list", "data": data})
-
-    async def health(_request: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    async def http_error(_request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, HTTPException)
-        kind = "not_found" if exc.status_code == 404 else "invalid_request"
-        return error_response(APIError(exc.status_code, str(exc.detail), code=kind))
-
-    async def internal_error(_request: Request, exc: Exception) -> Response:
-        log.exception("internal error", exc_info=exc)
-        return error_response(
-            APIError(
-                500, f"internal error: {type(exc).__name__}", type="api_error", code="internal"
-            )
-        )
-
-    async def close_backends() -> None:
-        for entry in models.values():
-            await entry.backend.aclose()
-        if playground is not None:
-            playground.close()
-
-    @asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            await close_backends()
-
-    routes = [
-        Route("/v1/chat/completions", guarded(chat_completions), methods=["POST"]),
-        Route("/v1/render", guarded(render), methods=["POST"]),
-        Route("/v1/models", guarded(list_models), methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-    ]
-    if playground is not None:
-        routes += [
-            Route("/", index, methods=["GET"]),
-            Route("/playground/{name}", asset, methods=["GET"]),
-            Route("/v1/templates", guarded(templates), methods=["GET"]),
-            Route("/v1/parse", guarded(parse), methods=["POST"]),
-        ]
-    app = Starlette(
-        routes=routes,
-        exception_handlers={HTTPException: http_error, Exception: internal_error},
-        lifespan=lifespan,
-    )
-    app.state.model_names = list(models)
-    return app
+    return Gateway(models, api_key, limits, playground).app()

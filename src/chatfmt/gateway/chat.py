@@ -1,50 +1,55 @@
-"""Chat completions over a raw completions backend: render → complete → stream-parse.
+"""Chat completions over a raw completions backend: validate → render → backend → parse → wire.
 
-The same pieces as the agent (:mod:`chatfmt.agent.turn`): the template renders the
-conversation, the backend completes it with the template's stop words (plus the
-request's), the template's :class:`~chatfmt.parsing.StreamParser` turns the output into
-OpenAI deltas.
+Each step is one function: :func:`validate` checks the request (limits, options, tools,
+``tool_choice``, messages) into a :class:`ChatInput`; :func:`render` renders it with the
+turn layer (:func:`chatfmt.turn.render_prompt`) and adds the ``tool_choice`` prefill, a
+:class:`Prepared` prompt; :func:`completion_request` is the backend request (the
+template's stop words plus the request's); :func:`complete` and :func:`start_stream` run
+it through the template's :class:`~chatfmt.parsing.StreamParser`
+(:class:`chatfmt.turn.ParsedTurn`) and send the deltas in OpenAI's shapes (:mod:`.wire`).
 """
 
 from __future__ import annotations
 
-import json
-import secrets
-import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from ..agent.turn import Delta, ParsedTurn, prompt_for
 from ..backends.base import CompletionRequest, Usage
-from ..errors import ChatFmtError, UnsupportedFeatureError, ValidationError
-from ..parsing import StreamParser, merge_deltas
-from ..protocol import Conversation, validate_conversation, validate_tools
+from ..errors import ChatFmtError, ValidationError
+from ..protocol import Conversation, Tool, validate_conversation, validate_tools
+from ..template import Template
+from ..turn import Delta, ParsedTurn, Prompt, render_prompt
+from . import wire
 from .errors import APIError, api_error
 from .models import Limits, ModelEntry
 from .schema import ChatBody, RenderBody
 from .tool_choice import prefill_for
 
+#: ``tool_choice`` as the client sent it: ``auto``/``none``/``required`` or a named function.
+WireToolChoice = str | dict[str, Any] | None
 
-@dataclass
-class Prepared:
-    """A chat request turned into a completion request (what ``/v1/render`` shows)."""
+
+# ---------------------------------------------------------------------- validate
+@dataclass(frozen=True)
+class ChatInput:
+    """A chat request, checked: the conversation to render and how to render and parse it."""
 
     entry: ModelEntry
-    prompt: str  # the rendered conversation, generation prompt included
-    prefill: str  # the forced start of the reply (tool_choice), sent after the prompt
-    tools: list[Any] | None  # tools the parser knows (None when not rendered)
-    options: dict[str, Any]
-    prompt_ids: tuple[int, ...] | None = None
+    #: The messages, validated, with the tools the prompt offers (none for tool_choice "none").
+    conversation: Conversation
+    tools: list[Any] | None  # the tools the parser knows (None when not rendered)
+    options: dict[str, Any]  # template (and parser) options: chat_template_kwargs
+    tool_choice: WireToolChoice
     max_calls: int | None = None  # 1 for parallel_tool_calls: false
-    #: What was rendered: the validated conversation (with its tools), or the messages
-    #: without the reasoning a format refuses to show again.
-    history: Conversation | list[dict[str, Any]] = field(default_factory=list)
-    encoding: Any = None  # the prompt's Encoding, when a tokenizer made the ids
 
 
-def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
-    """Validate messages, tools and options, and render the prompt (400s name the field)."""
+def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
+    """Check messages, tools, ``tool_choice`` and options (400s name the field).
+
+    Messages and tools are validated once, here; the template and the tokenizer take the
+    validated conversation as it is.
+    """
     if len(body.messages) > limits.max_messages:
         raise APIError(
             400,
@@ -53,11 +58,7 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
             code="too_many_messages",
         )
     template = entry.template
-    options = dict(body.chat_template_kwargs or {})
-    try:
-        template.check_options(options)
-    except ChatFmtError as exc:
-        raise APIError(400, str(exc), param="chat_template_kwargs", code="invalid_value") from None
+    options = _options(template, body)
     choice = body.tool_choice
     wire_choice = (
         choice.model_dump() if choice is not None and not isinstance(choice, str) else choice
@@ -65,20 +66,9 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
     try:
         tools = list(body.tools) if body.tools else None
         validated_tools = validate_tools(tools)
-        names = {t.name for t in validated_tools if t.type == "function"}
-        if isinstance(wire_choice, dict) and wire_choice["function"]["name"] not in names:
-            raise APIError(
-                400,
-                f"tool_choice names {wire_choice['function']['name']!r}, which is not in tools",
-                param="tool_choice",
-                code="invalid_value",
-            )
-        if wire_choice == "required" and not names:
-            raise APIError(
-                400, "tool_choice 'required' needs tools", param="tool_choice", code="invalid_value"
-            )
-        rendered_tools = None if wire_choice == "none" else tools
-        if rendered_tools and not template.supports_tools:
+        _check_tool_choice(wire_choice, validated_tools)
+        rendered = None if wire_choice == "none" else tools
+        if rendered and not template.supports_tools:
             raise APIError(
                 400,
                 f"template {template.name!r} has no tool-call format: tools cannot be offered "
@@ -86,72 +76,98 @@ def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
                 param="tools",
                 code="unsupported_value",
             )
-        # Validated once, here (errors name messages[i].field); the template and the
-        # tokenizer take the validated conversation as it is.
-        history: Conversation | list[dict[str, Any]] = validate_conversation(
-            body.messages, rendered_tools
-        )
-        tokenizer = entry.active_tokenizer
-        generation = body.add_generation_prompt
-        encoding = None
-        try:
-            if tokenizer is None:
-                prompt = template.render(history, add_generation_prompt=generation, **options)
-                ids = None
-            else:  # the text and the ids from one encoding
-                from ..tokens import encode
-
-                encoding = encode(
-                    history, template, tokenizer, add_generation_prompt=generation, **options
-                )
-                prompt, ids = encoding.text, tuple(encoding.input_ids)
-        except UnsupportedFeatureError as exc:
-            if exc.field != "reasoning_content" or not generation:
-                raise
-            # A format that never shows old reasoning again: rendered without it.
-            history = [dict(m) for m in body.messages]
-            prompt, ids = prompt_for(template, history, rendered_tools, options, tokenizer)
-    except APIError:
-        raise
+        conversation = validate_conversation(body.messages)
     except ChatFmtError as exc:
         raise api_error(exc) from None
-    try:
-        prefill = prefill_for(template, options, wire_choice) if generation else ""
-    except ChatFmtError as exc:
-        raise APIError(400, str(exc), param="tool_choice", code="unsupported_value") from None
-    if ids is not None and prefill:
-        ids += tuple(tokenizer.encode(prefill))  # template markup: its special tokens are ids
+    if rendered:
+        conversation = Conversation(conversation.messages, validated_tools)
     single = getattr(body, "parallel_tool_calls", None) is False
-    return Prepared(
-        entry,
-        prompt,
-        prefill,
-        rendered_tools,
-        options,
-        prompt_ids=ids,
-        max_calls=1 if single else None,
-        history=history,
-        encoding=encoding,
+    return ChatInput(
+        entry, conversation, rendered, options, wire_choice, max_calls=1 if single else None
     )
 
 
-def encoding_of(prepared: Prepared, *, add_generation_prompt: bool = True) -> Any:
-    """The prompt's :class:`~chatfmt.tokens.Encoding` (without the prefill)."""
-    if prepared.encoding is not None:
-        return prepared.encoding
-    from ..tokens import encode
-
+def _options(template: Template, body: RenderBody) -> dict[str, Any]:
+    """The request's template options, checked against the template's."""
+    options = dict(body.chat_template_kwargs or {})
     try:
-        return encode(
-            prepared.history,
-            prepared.entry.template,
-            prepared.entry.active_tokenizer,
-            tools=None if isinstance(prepared.history, Conversation) else prepared.tools,
+        template.check_options(options)
+    except ChatFmtError as exc:
+        raise APIError(400, str(exc), param="chat_template_kwargs", code="invalid_value") from None
+    return options
+
+
+def _check_tool_choice(choice: WireToolChoice, tools: tuple[Tool, ...]) -> None:
+    """A named function must be one of the tools; ``required`` needs some."""
+    names = {t.name for t in tools if t.type == "function"}
+    if isinstance(choice, dict) and choice["function"]["name"] not in names:
+        raise APIError(
+            400,
+            f"tool_choice names {choice['function']['name']!r}, which is not in tools",
+            param="tool_choice",
+            code="invalid_value",
+        )
+    if choice == "required" and not names:
+        raise APIError(
+            400, "tool_choice 'required' needs tools", param="tool_choice", code="invalid_value"
+        )
+
+
+# ---------------------------------------------------------------------- render
+@dataclass(frozen=True)
+class Prepared:
+    """A checked chat request rendered to the backend's prompt (what ``/v1/render`` shows)."""
+
+    chat: ChatInput
+    #: The rendered conversation (generation prompt included, when asked), from the turn
+    #: layer: without the reasoning a format refuses to show again, and with its ids and
+    #: encoding when a tokenizer is known.
+    rendered: Prompt[Conversation]
+    prefill: str  # the forced start of the reply (tool_choice), sent after the prompt
+    prompt_ids: tuple[int, ...] | None = None  # the rendered ids, then the prefill's
+
+    @property
+    def entry(self) -> ModelEntry:
+        return self.chat.entry
+
+    @property
+    def prompt(self) -> str:
+        """The prompt sent to the backend: the rendered conversation and the prefill."""
+        return self.rendered.text + self.prefill
+
+
+def render(chat: ChatInput, *, add_generation_prompt: bool = True) -> Prepared:
+    """Render the conversation (and with a tokenizer encode it), then add the prefill."""
+    entry = chat.entry
+    tokenizer = entry.active_tokenizer
+    try:
+        rendered = render_prompt(
+            entry.template,
+            chat.conversation,
+            options=chat.options,
+            tokenizer=tokenizer,
             add_generation_prompt=add_generation_prompt,
-            **prepared.options,
         )
     except ChatFmtError as exc:
         raise api_error(exc) from None
+    prefill = _prefill(chat) if add_generation_prompt else ""
+    ids = rendered.ids
+    if ids is not None and prefill:
+        ids += tuple(tokenizer.encode(prefill))  # template markup: its special tokens are ids
+    return Prepared(chat, rendered, prefill, ids)
+
+
+def _prefill(chat: ChatInput) -> str:
+    """The start of the reply that ``tool_choice`` forces (``""`` for auto and none)."""
+    try:
+        return prefill_for(chat.entry.template, chat.options, chat.tool_choice)
+    except ChatFmtError as exc:
+        raise APIError(400, str(exc), param="tool_choice", code="unsupported_value") from None
+
+
+def prepare(entry: ModelEntry, body: RenderBody, limits: Limits) -> Prepared:
+    """:func:`validate` then :func:`render` (with the body's ``add_generation_prompt``)."""
+    return render(validate(entry, body, limits), add_generation_prompt=body.add_generation_prompt)
 
 
 def check_length(prepared: Prepared, limits: Limits) -> None:
@@ -168,6 +184,7 @@ def check_length(prepared: Prepared, limits: Limits) -> None:
         )
 
 
+# ---------------------------------------------------------------------- backend
 def completion_request(prepared: Prepared, body: ChatBody) -> CompletionRequest:
     """The backend request: the template's stop words and sampling defaults, overridden by the body."""
     template = prepared.entry.template
@@ -182,53 +199,24 @@ def completion_request(prepared: Prepared, body: ChatBody) -> CompletionRequest:
             overrides[name] = value
     try:
         return CompletionRequest.for_template(
-            template,
-            prepared.prompt + prepared.prefill,
-            prompt_token_ids=prepared.prompt_ids,
-            **overrides,
+            template, prepared.prompt, prompt_token_ids=prepared.prompt_ids, **overrides
         )
     except ValidationError as exc:
         raise api_error(exc) from None
 
 
+# ---------------------------------------------------------------------- parse → wire
 def new_turn(prepared: Prepared, request: CompletionRequest) -> ParsedTurn:
-    """The parsed completion of a prepared request."""
-    parser = StreamParser(prepared.entry.template, tools=prepared.tools, **prepared.options)
-    return ParsedTurn(prepared.entry.backend, request, parser, prefill=prepared.prefill)
-
-
-# ---------------------------------------------------------------------- the wire
-def completion_id() -> str:
-    return "chatcmpl-" + secrets.token_hex(12)
-
-
-def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
-    """A parser delta as sent to clients (``None`` if nothing is left of it).
-
-    chatfmt's ``error`` flags are removed: an invalid call (arguments that are not a JSON
-    object, a call cut off) is sent as the model wrote it, and clients validate arguments,
-    as with any OpenAI model. Calls from index ``max_calls`` on are dropped
-    (``parallel_tool_calls: false``).
-    """
-    calls = delta.get("tool_calls")
-    if not calls:
-        return delta
-    kept = []
-    for entry in calls:
-        if max_calls is not None and entry["index"] >= max_calls:
-            continue
-        clean = {k: v for k, v in entry.items() if k != "error"}
-        if len(clean) > 1:  # more than the index
-            kept.append(clean)
-    out = {k: v for k, v in delta.items() if k != "tool_calls"}
-    if kept:
-        out["tool_calls"] = kept
-    return out or None
-
-
-def wire_message(deltas: list[Delta], max_calls: int | None = None) -> dict[str, Any]:
-    """The assistant message of a whole reply, as sent to clients (see :func:`wire_delta`)."""
-    return merge_deltas(d for d in (wire_delta(x, max_calls) for x in deltas) if d is not None)
+    """The parsed completion of a prepared request (the prefill is parsed first)."""
+    chat = prepared.chat
+    return ParsedTurn.for_template(
+        chat.entry.backend,
+        request,
+        chat.entry.template,
+        tools=chat.tools,
+        options=chat.options,
+        prefill=prepared.prefill,
+    )
 
 
 def usage_of(turn: ParsedTurn, prepared: Prepared) -> dict[str, int] | None:
@@ -243,11 +231,7 @@ def usage_of(turn: ParsedTurn, prepared: Prepared) -> dict[str, int] | None:
         completion = len(tokenizer.encode(output)) if output else 0
     if prompt is None or completion is None:
         return None
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
+    return wire.usage(prompt, completion)
 
 
 async def complete(prepared: Prepared, request: CompletionRequest) -> dict[str, Any]:
@@ -259,30 +243,12 @@ async def complete(prepared: Prepared, request: CompletionRequest) -> dict[str, 
             deltas.extend(batch)
     except ChatFmtError as exc:
         raise api_error(exc) from None
-    response: dict[str, Any] = {
-        "id": completion_id(),
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": prepared.entry.name,
-        "choices": [
-            {
-                "index": 0,
-                "message": wire_message(deltas, prepared.max_calls),
-                "finish_reason": turn.parser.finish_reason,
-                "logprobs": None,
-            }
-        ],
-    }
-    usage = usage_of(turn, prepared)
-    if usage is not None:
-        response["usage"] = usage
-    return response
-
-
-def sse(data: Any) -> bytes:
-    """One server-sent event."""
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return f"data: {text}\n\n".encode()
+    return wire.chat_completion(
+        prepared.entry.name,
+        wire.wire_message(deltas, prepared.chat.max_calls),
+        turn.parser.finish_reason,
+        usage_of(turn, prepared),
+    )
 
 
 async def start_stream(
@@ -320,32 +286,24 @@ async def _events(
     early: list[list[Delta]],
     include_usage: bool,
 ) -> AsyncGenerator[bytes, None]:
-    head = {
-        "id": completion_id(),
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": prepared.entry.name,
-    }
-
-    def chunk(delta: Delta, finish: str | None = None) -> bytes:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return sse({**head, "choices": [choice]})
-
+    chunks = wire.ChunkWriter(prepared.entry.name)
+    max_calls = prepared.chat.max_calls
+    wire_delta = wire.wire_delta
     try:
-        yield chunk({"role": "assistant", "content": ""})
+        yield chunks.start()
         for batch in early:
             for delta in batch:
-                if (out := wire_delta(delta, prepared.max_calls)) is not None:
-                    yield chunk(out)
-        async for batch in batches:
+                if (out := wire_delta(delta, max_calls)) is not None:
+                    yield chunks.delta(out)
+        async for batch in batches:  # per delta, inlined: the hot loop of every stream
             for delta in batch:
-                if (out := wire_delta(delta, prepared.max_calls)) is not None:
-                    yield chunk(out)
-        yield chunk({}, turn.parser.finish_reason)
+                if (out := wire_delta(delta, max_calls)) is not None:
+                    yield chunks.delta(out)
+        yield chunks.delta({}, turn.parser.finish_reason)
         if include_usage:
-            yield sse({**head, "choices": [], "usage": usage_of(turn, prepared)})
-        yield sse("[DONE]")
+            yield chunks.usage(usage_of(turn, prepared))
+        yield wire.DONE
     except ChatFmtError as exc:
-        yield sse(api_error(exc).body())
+        yield wire.sse(api_error(exc).body())
     finally:
         await batches.aclose()

@@ -232,9 +232,13 @@ async def parse_output(
             if body.template is None:
                 raise APIError(400, "give model, template or chat_template", param="template")
             tpl = registered(body.template)
-        kwargs = {"parser": body.parser} if body.parser else {}
         msg = parse(
-            body.output, tpl, tools=body.tools, truncated=body.truncated, **kwargs, **options
+            body.output,
+            tpl,
+            tools=body.tools,
+            truncated=body.truncated,
+            parser=body.parser,
+            **options,
         )
         return message_view(msg)
     except ChatFmtError as exc:

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import TemplateError
 from ..jinja.loaders import JinjaSource, from_source
+from ..requests import RenderRequest
 from ..template import Template
 from ..tokens import IGNORE_INDEX, encode, load_tokenizer
 from ..tokens.tokenizer import Tokenizer
@@ -135,15 +136,16 @@ def apply_chat_template(
     batched = _is_batch(conversation)
     conversations = [_clean(c) for c in (conversation if batched else [conversation])]
     template = template_of(tokenizer, chat_template, tools)
-    options: dict[str, Any] = dict(kwargs)
-    if continue_final_message:
-        options["continue_final_message"] = True
+    # kwargs are template variables; chatfmt's render keywords among them (now=) set the request.
+    request = RenderRequest(
+        tools=tools,
+        add_generation_prompt=bool(add_generation_prompt),
+        continue_final_message=bool(continue_final_message),
+    )
+    request = RenderRequest.from_kwargs(kwargs, request)
 
     if not tokenize:
-        texts = [
-            template.render(c, tools=tools, add_generation_prompt=add_generation_prompt, **options)
-            for c in conversations
-        ]
+        texts = [template.render(c, request=request) for c in conversations]
         return texts if batched else texts[0]
 
     adapter = _adapter(tokenizer)
@@ -157,13 +159,11 @@ def apply_chat_template(
             c,
             template,
             adapter,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
+            request=request,
             max_length=limit if truncation else None,
             truncation=side if truncation else "error",
             on_mismatch="text",
             add_bos=False,
-            **options,
         )
         ids = [int(i) for i in enc.input_ids]
         row = {"input_ids": ids, "attention_mask": [1] * len(ids)}

@@ -8,11 +8,12 @@ cannot reproduce. Either way the output is what the source renders.
 
 from __future__ import annotations
 
-import datetime as _dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 from ..protocol import Conversation
+from ..requests import RenderRequest
 from ..segments import Segment, TextSink
 from ..template import RenderContext, Template
 from .recognize import Recognition
@@ -128,49 +129,20 @@ class RecognizedTemplate(Template):
         return ok
 
     # ------------------------------------------------------------------ rendering
-    def render(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
-    ) -> str:
-        tpl, opts = self.backend(messages, tools, options)
-        return tpl.render(
-            messages,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=continue_final_message,
-            sequence_start=sequence_start,
-            now=now,
-            **opts,
-        )
+    def _render(self, messages: Any, request: RenderRequest) -> str:
+        tpl, sub = self._routed(messages, request)
+        return tpl._render(messages, sub)
 
-    def segments(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
-    ) -> list[Segment]:
-        tpl, opts = self.backend(messages, tools, options)
-        return tpl.segments(
-            messages,
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            continue_final_message=continue_final_message,
-            sequence_start=sequence_start,
-            now=now,
-            **opts,
-        )
+    def _segments(self, messages: Any, request: RenderRequest) -> list[Segment]:
+        tpl, sub = self._routed(messages, request)
+        return tpl._segments(messages, sub)
+
+    def _routed(self, messages: Any, request: RenderRequest) -> tuple[Template, RenderRequest]:
+        """The template that renders this call (see :meth:`backend`) and its request."""
+        tpl, opts = self.backend(messages, request.tools, request.options)
+        if opts == request.options:
+            return tpl, request
+        return tpl, request._trusted(options=MappingProxyType(opts))
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         tpl, opts = self.backend(conv, None, ctx.options)

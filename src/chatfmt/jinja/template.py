@@ -7,7 +7,7 @@ import hashlib
 import json
 import re
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ import jinja2
 from ..config import GenerationConfig
 from ..errors import TemplateError, TemplateRenderError, ValidationError
 from ..protocol import Conversation
+from ..requests import RenderRequest
 from ..segments import Segment
 from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template
 from . import environment as env
@@ -201,32 +202,14 @@ class JinjaTemplate(Template):
         return out
 
     # ------------------------------------------------------------------ public API
-    def render(
-        self,
-        messages: Any,
-        *,
-        tools: Sequence[Any] | None = None,
-        add_generation_prompt: bool = True,
-        continue_final_message: bool = False,
-        sequence_start: bool = True,
-        now: _dt.date | _dt.datetime | str | None = None,
-        **options: Any,
-    ) -> str:
+    def _render(self, messages: Any, request: RenderRequest) -> str:
         """Exactly the template's output (one render; no tracing unless a partial render is asked for)."""
-        if continue_final_message or not sequence_start:
-            return super().render(
-                messages,
-                tools=tools,
-                add_generation_prompt=add_generation_prompt,
-                continue_final_message=continue_final_message,
-                sequence_start=sequence_start,
-                now=now,
-                **options,
-            )
-        ctx = self._context(add_generation_prompt, now, options)
+        if request.continue_final_message or not request.sequence_start:
+            return super()._render(messages, request)
+        ctx = self._context(request)
         opts, merge = _template_options(ctx)
-        prep = prepare(messages, tools)
-        return self._render_plain(prep, opts, add_generation_prompt, ctx.datetime, merge)[0]
+        prep = prepare(messages, request.tools)
+        return self._render_plain(prep, opts, request.add_generation_prompt, ctx.datetime, merge)[0]
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         opts, merge = _template_options(ctx)

@@ -16,11 +16,12 @@ import asyncio
 import multiprocessing
 import multiprocessing.connection
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ChatFmtError, TemplateRenderError
+from ..requests import RenderRequest
 
 #: Extra seconds the parent waits before killing a worker that ignored its own timer.
 _GRACE = 1.0
@@ -49,10 +50,8 @@ def _rendered(
     kind: str,
     source: str,
     messages: Any,
-    tools: Any,
     variables: Mapping[str, Any],
-    add_generation_prompt: bool,
-    options: Mapping[str, Any],
+    request: RenderRequest,
     max_output: int,
 ) -> Any:
     """The segments (``kind="segments"``) or the text of a render of ``source``."""
@@ -60,7 +59,7 @@ def _rendered(
 
     tpl = JinjaTemplate(source, variables=variables, origin="template from a request")
     render = tpl.segments if kind == "segments" else tpl.render
-    out = render(messages, tools=tools, add_generation_prompt=add_generation_prompt, **options)
+    out = render(messages, request=request)
     size = len(out) if isinstance(out, str) else sum(len(s.text) for s in out)
     _check_size(size, max_output)
     return out
@@ -91,8 +90,9 @@ def _parse_task(
 
     del max_output  # parsing writes no template output
     tpl = from_source(JinjaSource(source, dict(variables), "template from a request"))
-    kwargs = {"parser": parser} if parser else {}
-    return message_view(parse(output, tpl, tools=tools, truncated=truncated, **kwargs, **options))
+    return message_view(
+        parse(output, tpl, tools=tools, truncated=truncated, parser=parser, **options)
+    )
 
 
 def message_view(msg: Any) -> dict[str, Any]:
@@ -267,45 +267,41 @@ class TemplateSandbox:
         source: str,
         messages: Any,
         *,
-        tools: Sequence[Any] | None = None,
         variables: Mapping[str, Any] | None = None,
-        add_generation_prompt: bool = True,
-        **options: Any,
+        request: RenderRequest | None = None,
+        **kwargs: Any,
     ) -> list[Any]:
-        """The segments of ``messages`` rendered by the Jinja ``source`` (as :func:`chatfmt.render_segments`)."""
-        return list(
-            self.run(
-                "segments",
-                source=source,
-                messages=messages,
-                tools=tools,
-                variables=dict(variables or {}),
-                add_generation_prompt=add_generation_prompt,
-                options=options,
-            )
-        )
+        """The segments of ``messages`` rendered by the Jinja ``source`` (as :func:`chatfmt.render_segments`:
+        ``request=`` or its fields as keywords; any other keyword is a template variable)."""
+        return list(self._render("segments", source, messages, variables, request, kwargs))
 
     def render(
         self,
         source: str,
         messages: Any,
         *,
-        tools: Sequence[Any] | None = None,
         variables: Mapping[str, Any] | None = None,
-        add_generation_prompt: bool = True,
-        **options: Any,
+        request: RenderRequest | None = None,
+        **kwargs: Any,
     ) -> str:
-        """The prompt text of ``messages`` rendered by the Jinja ``source``."""
-        return str(
-            self.run(
-                "render",
-                source=source,
-                messages=messages,
-                tools=tools,
-                variables=dict(variables or {}),
-                add_generation_prompt=add_generation_prompt,
-                options=options,
-            )
+        """The prompt text of ``messages`` rendered by the Jinja ``source`` (arguments as :meth:`segments`)."""
+        return str(self._render("render", source, messages, variables, request, kwargs))
+
+    def _render(
+        self,
+        task: str,
+        source: str,
+        messages: Any,
+        variables: Mapping[str, Any] | None,
+        request: RenderRequest | None,
+        kwargs: Mapping[str, Any],
+    ) -> Any:
+        return self.run(
+            task,
+            source=source,
+            messages=messages,
+            variables=dict(variables or {}),
+            request=RenderRequest.from_kwargs(kwargs, request),
         )
 
     async def arender(self, source: str, messages: Any, **kwargs: Any) -> str:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 from ..api import get_template
 from ..errors import ChatFmtError, ParseError
 from ..registry import REGISTRY
+from ..requests import FromTemplate, ParseRequest
 from ..template import Template
 from .end_of_turn import EndOfTurn
 from .markers import MarkerSet
@@ -391,82 +392,109 @@ def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:
 
 
 #: Options the parsing framework itself reads (the rest are template options).
-PARSER_OPTIONS = (
-    "id_factory",
-    "reasoning_parser",
-    "special_token_ids",
-    "thinking_prefilled",
-    "tokenizer",
-)
+PARSER_OPTIONS = tuple(sorted(ParseRequest.KEYWORDS))
 
 
-def _resolve(
-    template: Any, parser: str | None, options: dict[str, Any]
-) -> tuple[str, str | None, Any]:
-    """(tool parser name, reasoning parser name, template or None).
+def _parse_target(template: Any) -> tuple[Template | None, str | None]:
+    """``(template, parser name)`` of the first argument of :class:`StreamParser`.
 
-    ``parser=`` forces the tool parser only: a template given with it still
-    chooses the reasoning parser (and the prefill detection). The option
-    ``reasoning_parser`` (popped from ``options``) overrides that choice; ``None``
-    turns reasoning parsing off.
+    It is a template (object, name, alias, model id, path or source: looked up with
+    :func:`~chatfmt.get_template`) or, when no template has that name, a parser name.
     """
-    tpl = None
-    tool: str | None = parser
-    reasoning: str | None = None
-    if template is not None:
-        if isinstance(template, Template):
-            tpl = template
-        elif isinstance(template, str) and template not in REGISTRY and template in TOOL_PARSERS:
-            tool = parser or template
-        elif (
-            isinstance(template, str) and template not in REGISTRY and template in REASONING_PARSERS
-        ):
-            reasoning = template
-        elif isinstance(template, (str, Path)):
-            tpl = get_template(template)
-        else:
-            raise ParseError(
-                f"template must be a template name, path or Template, got {type(template).__name__}"
-            )
+    if template is None:
+        return None, None
+    if isinstance(template, Template):
+        return template, None
+    if (
+        isinstance(template, str)
+        and (template in TOOL_PARSERS or template in REASONING_PARSERS)
+        and template not in REGISTRY
+    ):
+        return None, template
+    if isinstance(template, (str, Path)):
+        return get_template(template), None
+    raise ParseError(
+        f"template must be a template name, path or Template, got {type(template).__name__}"
+    )
+
+
+def parser_names(name: str) -> tuple[str, str | None]:
+    """``(tool parser, reasoning parser)`` of a parser name (a reasoning parser runs over
+    ``plain``); an unknown name raises :class:`ParseError`."""
+    if name in TOOL_PARSERS:
+        return name, None
+    if name in REASONING_PARSERS:
+        return "plain", name
+    raise ParseError(
+        f"unknown tool parser {name!r} "
+        f"(known: {', '.join(sorted(n for n in TOOL_PARSERS if ':' not in n))})"
+    )
+
+
+def _choose_parsers(
+    tpl: Template | None, named: str | None, request: ParseRequest
+) -> tuple[str, str | None]:
+    """(tool parser name, reasoning parser name) for a template and/or a parser name.
+
+    ``request.parser`` forces the tool parser only: a template given with it still
+    chooses the reasoning parser (and the prefill detection).
+    ``request.reasoning_parser`` overrides that choice; ``None`` turns reasoning
+    parsing off.
+    """
+    tool, reasoning = (request.parser, None) if named is None else parser_names(named)
+    if request.parser is not None:
+        tool = request.parser
     if tpl is not None:
         reasoning = tpl.reasoning_parser
         if tool is None and tpl.tool_parser is None:
             from .derived import derived_parsers  # a Jinja template without a parser: derive one
 
-            tpl_opts = {k: v for k, v in options.items() if k not in PARSER_OPTIONS}
-            derived = derived_parsers(tpl, tpl_opts)
+            derived = derived_parsers(tpl, dict(request.options))
             if derived is not None:
                 tool, reasoning = derived[0], reasoning or derived[1]
         if tool is None:
             tool = tpl.tool_parser or "plain"
-    if "reasoning_parser" in options:
-        reasoning = options.pop("reasoning_parser")
+    if not isinstance(request.reasoning_parser, FromTemplate):
+        reasoning = request.reasoning_parser
     if tool is None:
         if reasoning is None:
             raise ParseError("give a template or a parser name")
         tool = "plain"
-    if tool in REASONING_PARSERS and tool not in TOOL_PARSERS:
-        tool, reasoning = "plain", tool
-    return tool, reasoning, tpl
+    if tool not in TOOL_PARSERS:
+        tool, by_name = parser_names(tool)
+        reasoning = by_name or reasoning
+    if reasoning is not None and reasoning not in REASONING_PARSERS:
+        raise ParseError(f"unknown reasoning parser {reasoning!r}")
+    return tool, reasoning
 
 
-def _check_options(tpl: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The template options among ``options``; unknown names raise :class:`ParseError`."""
-    tpl_opts = {k: v for k, v in options.items() if k not in PARSER_OPTIONS}
-    if not tpl_opts:
-        return tpl_opts
+def _check_options(tpl: Any, options: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The template options ``options``, checked: unknown names raise :class:`ParseError`."""
+    if not options:
+        return options
     known = f"parser options: {', '.join(PARSER_OPTIONS)}"
     if tpl is None:
-        raise ParseError(f"unknown parse option(s) {', '.join(sorted(tpl_opts))} ({known})")
+        raise ParseError(f"unknown parse option(s) {', '.join(sorted(options))} ({known})")
     template_known = ", ".join(sorted(getattr(tpl, "default_options", {}) or {})) or "none"
     try:
-        tpl.check_options(tpl_opts)
+        tpl.check_options(options)
     except ChatFmtError:
         raise ParseError(
-            f"unknown parse option(s) {', '.join(sorted(tpl_opts))} "
+            f"unknown parse option(s) {', '.join(sorted(options))} "
             f"({known}; options of template {tpl.name!r}: {template_known})"
         ) from None
-    return tpl_opts
+    return options
+
+
+def _setup(template: Any, request: ParseRequest) -> tuple[Template | None, str, _Plan]:
+    """The template, tool parser name and :class:`_Plan` of a parse (options checked)."""
+    tpl, named = _parse_target(template)
+    tool_name, reasoning_name = _choose_parsers(tpl, named, request)
+    return (
+        tpl,
+        tool_name,
+        _plan(tpl, tool_name, reasoning_name, _check_options(tpl, request.options)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,15 +578,16 @@ def _make_plan(
     )
 
 
-def end_of_turn_markers(template: Any, **options: Any) -> tuple[str, ...]:
+def end_of_turn_markers(
+    template: Any, *, request: ParseRequest | None = None, **kwargs: Any
+) -> tuple[str, ...]:
     """The end-of-turn markers a parse for ``template`` (name or object) ends the turn at.
 
     They are the template's ``generation_config.stop_words`` except any that the
     family's parsers read as their own markup; ``()`` for a bare parser name.
+    Keywords: those of :class:`StreamParser`.
     """
-    opts = dict(options)
-    tool_name, reasoning_name, tpl = _resolve(template, opts.pop("parser", None), opts)
-    plan = _plan(tpl, tool_name, reasoning_name, _check_options(tpl, opts))
+    plan = _setup(template, ParseRequest.from_kwargs(kwargs, request))[2]
     return plan.end_markers.markers if plan.end_markers is not None else ()
 
 
@@ -597,18 +626,15 @@ def _after_end_of_turn(tpl: Any, tpl_opts: Mapping[str, Any], words: Sequence[st
 class StreamParser:
     """Parse model output as it streams: ``feed(chunk) -> deltas``, then ``finish()``.
 
-    ``template`` is a template name/object (its ``tool_parser`` and
-    ``reasoning_parser`` choose the parsers) or a parser name such as
-    ``"hermes"``; ``parser=`` forces the tool parser (a template given too still
-    chooses the reasoning parser; ``reasoning_parser=`` overrides it). ``tools`` (a
-    list of OpenAI tools) let
-    unknown tool names be flagged and typed arguments be decoded. Options:
-    ``thinking_prefilled`` (output starts inside a reasoning block; derived from
-    the template's generation prompt by default), ``enable_thinking`` and other
-    template options (used for that derivation), ``special_token_ids`` (marker →
-    token id) or ``tokenizer`` (to tell real special tokens from look-alike text
-    when ``feed`` gets ``token_ids``), ``id_factory`` (``index -> call id``).
-    Unknown option names raise :class:`ParseError`.
+    ``template`` is a template (object, name, alias, model id, path or source: its
+    ``tool_parser`` and ``reasoning_parser`` choose the parsers) or a parser name such
+    as ``"hermes"``. The parser options are a :class:`~chatfmt.ParseRequest`, given as
+    ``request=`` or as its fields by keyword: ``tools``, ``parser`` (forces the tool
+    parser; a template given too still chooses the reasoning parser),
+    ``reasoning_parser`` (overrides it; ``None``: none), ``thinking_prefilled``,
+    ``special_token_ids`` or ``tokenizer``, ``id_factory``. Any other keyword is a
+    template option (e.g. ``enable_thinking``, used to derive the prefill); unknown
+    option names raise :class:`ParseError`.
 
     With a template, the output ends at its end-of-turn marker (a stop word such
     as ``<|im_end|>``, given or not): text after it is :attr:`trailing_text`, and
@@ -617,39 +643,23 @@ class StreamParser:
     """
 
     def __init__(
-        self,
-        template: Any = None,
-        *,
-        tools: Sequence[Any] | None = None,
-        parser: str | None = None,
-        **options: Any,
+        self, template: Any = None, *, request: ParseRequest | None = None, **kwargs: Any
     ) -> None:
-        opts = dict(options)
-        tool_name, reasoning_name, tpl = _resolve(template, parser, opts)
-        if tool_name not in TOOL_PARSERS:
-            raise ParseError(
-                f"unknown tool parser {tool_name!r} "
-                f"(known: {', '.join(sorted(n for n in TOOL_PARSERS if ':' not in n))})"
-            )
-        if reasoning_name is not None and reasoning_name not in REASONING_PARSERS:
-            raise ParseError(f"unknown reasoning parser {reasoning_name!r}")
-        tpl_opts = _check_options(tpl, opts)
-        plan = _plan(tpl, tool_name, reasoning_name, tpl_opts)
-        id_factory = opts.pop("id_factory", None) or (
+        req = ParseRequest.from_kwargs(kwargs, request)
+        _, tool_name, plan = _setup(template, req)
+        id_factory = req.id_factory or (
             mistral_call_id if tool_name == "mistral" else openai_call_id
         )
-        if not callable(id_factory):
-            raise ParseError(
-                f"id_factory must be a callable (index -> id), got {type(id_factory).__name__}"
-            )
-        self.out = Emitter(id_factory, _tool_schemas(tools))
-        given_ids = opts.pop("special_token_ids", None)
-        tokenizer = opts.pop("tokenizer", None)
+        self.out = Emitter(id_factory, _tool_schemas(req.tools))
+        given_ids, tokenizer = req.special_token_ids, req.tokenizer
         marker_ids = (
             _marker_ids(plan.markers, given_ids, tokenizer) if given_ids or tokenizer else {}
         )
         self.budget = SpecialTokens(marker_ids, tokenizer)
-        if plan.reasoning is not None and "thinking_prefilled" not in opts:
+        opts = dict(req.options)
+        if req.thinking_prefilled is not None:
+            opts["thinking_prefilled"] = req.thinking_prefilled
+        elif plan.reasoning is not None:
             opts["thinking_prefilled"] = plan.prefilled
         inner = plan.tool_cls(self.out, self.budget, opts)
         self._parser: FormatParser = (
@@ -749,22 +759,23 @@ def parse(
     text: str,
     template: Any = None,
     *,
-    tools: Sequence[Any] | None = None,
+    request: ParseRequest | None = None,
     truncated: bool = False,
-    **options: Any,
+    token_ids: Sequence[int] | None = None,
+    **kwargs: Any,
 ) -> ParsedMessage:
     """Parse complete model output into an OpenAI assistant message.
 
-    The same as feeding ``text`` (and ``token_ids=``, its ids, if given) to a
-    :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`).
+    The same as feeding ``text`` (and ``token_ids``, its ids, if given) to a
+    :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`);
+    ``request`` and the keywords are those of :class:`StreamParser`.
     The result is a ``dict`` (the message) with ``finish_reason`` and
     ``trailing_text`` attributes (see :class:`ParsedMessage`); ``truncated=True``
     says generation hit its token limit.
     """
     if not isinstance(text, str):
         raise ParseError(f"parse() takes the model output as a str, got {type(text).__name__}")
-    token_ids = options.pop("token_ids", None)
-    sp = StreamParser(template, tools=tools, **options)
+    sp = StreamParser(template, request=request, **kwargs)
     deltas = sp.feed(text, token_ids=token_ids)
     deltas += sp.finish(truncated=truncated)
     assert sp.finish_reason is not None

@@ -199,7 +199,7 @@ def derive_parser(template: Any, **options: Any) -> DerivedFormat:
 
 def derived_parsers(template: Any, options: Mapping[str, Any]) -> tuple[str, str | None] | None:
     """(tool parser name, reasoning parser name) derived for ``template``; ``None`` when the
-    template has no Jinja source. Used by :func:`~.base._resolve` for templates without a parser."""
+    template has no Jinja source. Used by :func:`~.base._choose_parsers` for templates without a parser."""
     if not options:  # the common case: one lookup per template object
         try:
             return _DEFAULT_NAMES[template]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import ChatFmtError, TokenizationError
+from ..requests import DEFAULT_ENCODE, RenderRequest
 from ..segments import Kind, Segment, join
 from ..template import Template
 from .control import fit, mismatch_error, pattern_of, split_control
@@ -147,18 +148,21 @@ def encode(
     template: str | Template,
     tokenizer: Any,
     *,
-    tools: Sequence[Any] | None = None,
-    add_generation_prompt: bool = False,
+    request: RenderRequest | None = None,
     train_on: TrainOn | str | None = None,
     max_length: int | None = None,
     truncation: Truncation | str = "error",
     on_special: OnSpecial | str = "text",
     on_mismatch: OnMismatch | str = "raise",
     add_bos: bool | None = None,
-    **options: Any,
+    **kwargs: Any,
 ) -> Encoding:
     """Render ``messages`` with ``template`` and tokenize to ids, labels and mask.
 
+    The render: ``request`` (a :class:`~chatfmt.RenderRequest`) or its fields as
+    keywords (``tools``, ``add_generation_prompt`` — here ``False`` unless given —,
+    ``continue_final_message``, ``sequence_start``, ``now``); any other keyword is a
+    template option (e.g. ``enable_thinking``).
     ``train_on``: ``all_assistant`` (every assistant output and its end-of-turn token),
     ``last_assistant`` (only the last assistant message), ``all`` (every token), or
     ``none`` (nothing trained). Passing ``all_assistant`` or ``last_assistant`` asks for a
@@ -176,20 +180,18 @@ def encode(
     tokenizer of another model); ``text`` encodes such tokens as ordinary text.
     ``add_bos``: ``None`` adds the tokenizer's BOS when the model adds it and the
     template did not render it.
-    ``options`` are template variables (e.g. ``enable_thinking``) or ``continue_final_message``/``now``.
     """
     (result,) = encode_batch(
-        [{"messages": messages, "tools": tools}],
+        [{"messages": messages}],
         template,
         tokenizer,
-        add_generation_prompt=add_generation_prompt,
+        request=RenderRequest.from_kwargs(kwargs, request or DEFAULT_ENCODE),
         train_on=train_on,
         max_length=max_length,
         truncation=truncation,
         on_special=on_special,
         on_mismatch=on_mismatch,
         add_bos=add_bos,
-        **options,
     )
     assert isinstance(result, Encoding)
     return result
@@ -200,7 +202,7 @@ def encode_batch(
     template: str | Template,
     tokenizer: Any,
     *,
-    add_generation_prompt: bool = False,
+    request: RenderRequest | None = None,
     train_on: TrainOn | str | None = None,
     max_length: int | None = None,
     truncation: Truncation | str = "error",
@@ -208,13 +210,14 @@ def encode_batch(
     on_mismatch: OnMismatch | str = "raise",
     add_bos: bool | None = None,
     errors: Literal["raise", "return"] = "raise",
-    **options: Any,
+    **kwargs: Any,
 ) -> list[Encoding | ChatFmtError]:
     """Encode many conversations with one batched tokenizer call.
 
-    Each item is a list of messages or ``{"messages": [...], "tools": [...]}``. With
-    ``errors="return"`` a failing item yields its :class:`ChatFmtError` in place.
-    ``train_on`` and the other options are those of :func:`encode`.
+    Each item is a list of messages or ``{"messages": [...], "tools": [...]}`` (its
+    tools replace the request's). With ``errors="return"`` a failing item yields its
+    :class:`ChatFmtError` in place. The render request and the other options are
+    those of :func:`encode`.
     """
     from ..api import get_template
 
@@ -222,8 +225,9 @@ def encode_batch(
         raise TokenizationError(f"train_on must be one of {', '.join(TRAIN_ON)}, got {train_on!r}")
     # Only an explicit training mask makes "nothing to train on" an error.
     require_trained = train_on in ("all_assistant", "last_assistant")
+    req = RenderRequest.from_kwargs(kwargs, request or DEFAULT_ENCODE)
     if train_on is None:
-        train_on = "none" if add_generation_prompt else "all_assistant"
+        train_on = "none" if req.add_generation_prompt else "all_assistant"
     if truncation not in ("error", "right", "left"):
         raise TokenizationError(f"truncation must be error, right or left, got {truncation!r}")
     if on_special not in ("text", "raise"):
@@ -249,7 +253,7 @@ def encode_batch(
         try:
             messages, tools = _unpack(item)
             segs = tpl.segments(
-                messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+                messages, request=req if tools is None else req._trusted(tools=tools)
             )
             if missing is not None:
                 _require_special(segs, missing, tpl, tok)

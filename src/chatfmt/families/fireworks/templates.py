@@ -10,7 +10,7 @@ is given; ``datetime=`` is a template option (empty when not given).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ...config import GenerationConfig
@@ -18,6 +18,7 @@ from ...errors import ValidationError
 from ...jinja.packaged import PackagedTemplate
 from ...jinja.trace import TurnInfo
 from ...protocol import Conversation
+from ...requests import RenderRequest
 from ...segments import Segment
 from ...template import RenderContext, Template
 from .markers import BEGIN_OF_TEXT, END_OF_TEXT, EOT_ID
@@ -43,10 +44,11 @@ class FireFunctionTemplate(PackagedTemplate):
         so probing cannot find it; it is the generation prompt all the same."""
         return TurnInfo(_ASSISTANT, super().turn_info(opts, merge).end_of_turn)
 
-    def render(self, messages: Any, *, tools: Sequence[Any] | None = None, **kwargs: Any) -> str:
-        if tools and "functions" not in kwargs:
-            kwargs["functions"] = _functions(tools)
-        return super().render(messages, tools=tools, **kwargs)
+    def _render(self, messages: Any, request: RenderRequest) -> str:
+        if request.tools and "functions" not in request.options:
+            functions = _functions(request.tools)
+            request = RenderRequest.from_kwargs({"functions": functions}, request)
+        return super()._render(messages, request)
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool

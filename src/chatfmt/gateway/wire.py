@@ -1,0 +1,124 @@
+"""OpenAI's wire shapes: parser deltas as clients get them, and the objects that carry them.
+
+The one place where the parser's deltas become what is sent (``chat.completion``,
+``chat.completion.chunk`` as server-sent events): chatfmt's own flags are removed here.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..parsing import merge_deltas
+from ..turn import Delta
+
+
+def completion_id() -> str:
+    return "chatcmpl-" + secrets.token_hex(12)
+
+
+def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
+    """A parser delta as sent to clients (``None`` if nothing is left of it).
+
+    chatfmt's ``error`` flags are removed: an invalid call (arguments that are not a JSON
+    object, a call cut off) is sent as the model wrote it, and clients validate arguments,
+    as with any OpenAI model. Calls from index ``max_calls`` on are dropped
+    (``parallel_tool_calls: false``).
+    """
+    calls = delta.get("tool_calls")
+    if not calls:
+        return delta
+    kept = []
+    for entry in calls:
+        if max_calls is not None and entry["index"] >= max_calls:
+            continue
+        clean = {k: v for k, v in entry.items() if k != "error"}
+        if len(clean) > 1:  # more than the index
+            kept.append(clean)
+    out = {k: v for k, v in delta.items() if k != "tool_calls"}
+    if kept:
+        out["tool_calls"] = kept
+    return out or None
+
+
+def wire_deltas(deltas: Iterable[Delta], max_calls: int | None = None) -> Iterator[Delta]:
+    """The deltas left to send of ``deltas`` (see :func:`wire_delta`)."""
+    for delta in deltas:
+        out = wire_delta(delta, max_calls)
+        if out is not None:
+            yield out
+
+
+def wire_message(deltas: Iterable[Delta], max_calls: int | None = None) -> dict[str, Any]:
+    """The assistant message of a whole reply, as sent to clients (see :func:`wire_delta`)."""
+    return merge_deltas(wire_deltas(deltas, max_calls))
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    """An OpenAI ``usage`` object."""
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def chat_completion(
+    model: str,
+    message: dict[str, Any],
+    finish_reason: str | None,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A whole ``chat.completion`` object (``usage`` left out when unknown)."""
+    response: dict[str, Any] = {
+        "id": completion_id(),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
+    }
+    if usage is not None:
+        response["usage"] = usage
+    return response
+
+
+def sse(data: Any) -> bytes:
+    """One server-sent event (``data`` as JSON, or a string as it is)."""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+    return f"data: {text}\n\n".encode()
+
+
+#: The event that ends a stream.
+DONE = sse("[DONE]")
+
+
+class ChunkWriter:
+    """The ``chat.completion.chunk`` events of one streamed reply (one id, one time)."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, model: str) -> None:
+        self.head = {
+            "id": completion_id(),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": model,
+        }
+
+    def delta(self, delta: Delta, finish_reason: str | None = None) -> bytes:
+        """One chunk carrying ``delta`` (and the finish reason of the last one)."""
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return sse({**self.head, "choices": [choice]})
+
+    def start(self) -> bytes:
+        """The first chunk: the assistant role."""
+        return self.delta({"role": "assistant", "content": ""})
+
+    def usage(self, usage: dict[str, int] | None) -> bytes:
+        """The usage chunk (``stream_options.include_usage``): no choices."""
+        return sse({**self.head, "choices": [], "usage": usage})

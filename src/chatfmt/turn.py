@@ -1,0 +1,176 @@
+"""One model turn, the layer below the agent loop and the gateway.
+
+:func:`render_prompt` renders a conversation — and, with a chatfmt tokenizer, encodes it:
+injection-safe ids, the text and the ids from one encoding — and is the one place where
+reasoning a format refuses to show again is left out. :class:`ParsedTurn` streams a
+completion from a backend through the template's :class:`~chatfmt.parsing.StreamParser`
+into deltas and a finish reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .backends.base import Backend, CompletionRequest, Usage
+from .errors import UnsupportedFeatureError
+from .parsing import StreamParser
+from .protocol import Conversation, Message
+from .template import Template
+
+if TYPE_CHECKING:
+    from .tokens import Encoding
+
+Delta = dict[str, Any]
+
+#: What a turn renders: a validated :class:`~chatfmt.protocol.Conversation` (its tools
+#: inside it), or message dicts as a caller keeps them (an agent's growing history; the
+#: Jinja backend then sees their raw shape). A :class:`Prompt` holds the same type.
+Messages = TypeVar("Messages", Conversation, list[dict[str, Any]])
+
+
+@dataclass
+class Prompt(Generic[Messages]):
+    """A rendered conversation: the prompt text (generation prompt included, when asked)
+    and, when a tokenizer made them, its ids and :class:`~chatfmt.tokens.Encoding`.
+
+    ``messages`` is what was rendered: the input, or a copy of it without the reasoning
+    the format refused to show again (same type as the input).
+    """
+
+    text: str
+    messages: Messages
+    ids: tuple[int, ...] | None = None
+    encoding: Encoding | None = None
+
+
+def render_prompt(
+    template: Template,
+    messages: Messages,
+    *,
+    tools: Sequence[Any] | None = None,
+    options: Mapping[str, Any] | None = None,
+    tokenizer: Any = None,
+    add_generation_prompt: bool = True,
+) -> Prompt[Messages]:
+    """Render ``messages`` (with ``tools``, unless they are a Conversation's) for ``template``.
+
+    With a chatfmt ``tokenizer`` the prompt is encoded, segment by segment (control tokens
+    from markup only). Some formats never show the model its own reasoning again (QwQ, the
+    R1 distills, DeepSeek V3.1 refuse ``reasoning_content`` after the last user message
+    rather than drop it silently): for a prompt that asks for the next reply, such a
+    message is rendered without its reasoning. Without a generation prompt (a finished
+    conversation, e.g. training data) the refusal stands.
+    """
+    options = options or {}
+    tools = tools or None
+    while True:
+        try:
+            if tokenizer is None:
+                text = template.render(
+                    messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+                )
+                return Prompt(text, messages)
+            from .tokens import encode
+
+            enc = encode(
+                messages,
+                template,
+                tokenizer,
+                tools=tools,
+                add_generation_prompt=add_generation_prompt,
+                **options,
+            )
+            return Prompt(enc.text, messages, tuple(enc.input_ids), enc)
+        except UnsupportedFeatureError as exc:
+            stripped = _without_refused_reasoning(messages, exc) if add_generation_prompt else None
+            if stripped is None:
+                raise
+            messages = stripped
+
+
+def _without_refused_reasoning(messages: Messages, exc: UnsupportedFeatureError) -> Messages | None:
+    """``messages`` without the reasoning ``exc`` refuses (``None``: not such a refusal)."""
+    i = exc.index
+    if exc.field != "reasoning_content" or i is None or not 0 <= i < len(messages):
+        return None
+    if isinstance(messages, Conversation):
+        msgs: list[Message] = list(messages.messages)
+        if msgs[i].reasoning_content is None:
+            return None
+        msgs[i] = dataclasses.replace(msgs[i], reasoning_content=None)
+        return Conversation(tuple(msgs), messages.tools)
+    if "reasoning_content" not in messages[i]:
+        return None
+    out = list(messages)
+    out[i] = {k: v for k, v in messages[i].items() if k != "reasoning_content"}
+    return out
+
+
+class ParsedTurn:
+    """A completion streamed from ``backend`` and parsed by ``parser`` as it arrives.
+
+    Iterate :meth:`deltas` for lists of OpenAI deltas (the last list comes from
+    ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
+    turn (it was sent as the end of the prompt): it is parsed before the backend's
+    output. Afterwards ``raw`` is the output as written (prefill included), ``usage``
+    the backend's usage and ``truncated`` whether it stopped at its token limit.
+    The backend stream is closed when the iteration ends, early or not.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        request: CompletionRequest,
+        parser: StreamParser,
+        *,
+        prefill: str = "",
+    ) -> None:
+        self.backend = backend
+        self.request = request
+        self.parser = parser
+        self.prefill = prefill
+        self.raw: list[str] = []
+        self.usage: Usage | None = None
+        self.truncated = False
+
+    @classmethod
+    def for_template(
+        cls,
+        backend: Backend,
+        request: CompletionRequest,
+        template: Template,
+        *,
+        tools: Sequence[Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        prefill: str = "",
+    ) -> ParsedTurn:
+        """A turn parsed by ``template``'s stream parser (knowing ``tools``, with ``options``)."""
+        parser = StreamParser(template, tools=tools or None, **(options or {}))
+        return cls(backend, request, parser, prefill=prefill)
+
+    async def deltas(self) -> AsyncGenerator[list[Delta], None]:
+        """Deltas per backend chunk, then the closing deltas."""
+        parser = self.parser
+        if self.prefill:
+            self.raw.append(self.prefill)
+            yield parser.feed(self.prefill)
+        stream = self.backend.stream(self.request)
+        # A backend stream is an async generator: closed here, so that leaving early (a
+        # client gone, a cancelled task) closes its connection at once.
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for chunk in stream:
+                self.raw.append(chunk.text)
+                if chunk.usage is not None:
+                    self.usage = chunk.usage
+                self.truncated = self.truncated or chunk.finish_reason == "length"
+                yield parser.feed(chunk.text)
+        yield parser.finish(truncated=self.truncated)
+
+    @property
+    def text(self) -> str:
+        """The output so far as written (prefill included)."""
+        return "".join(self.raw)
