@@ -2,6 +2,7 @@
 
 import typing
 
+from . import _moved
 from .api import get_template, list_templates, render, render_segments
 from .config import GenerationConfig
 from .errors import (
@@ -22,6 +23,8 @@ from .requests import ParseRequest, RenderRequest
 from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
+
+_moved.install()  # old module paths (chatfmt.formats.*, chatfmt.parsing.<family>) still import
 
 if typing.TYPE_CHECKING:
     from .tokens import Encoding, encode, encode_batch, load_tokenizer

@@ -33,7 +33,7 @@ class Registry:
 
     Names and aliases share one namespace and each model id names one template:
     :meth:`register` refuses a collision unless ``replace=True``. The built-in
-    templates (listed once, in :mod:`chatfmt.formats`) are added on first use.
+    templates (each family listed once, in :data:`chatfmt.families.FAMILIES`) are added on first use.
     """
 
     def __init__(self, *, builtins: bool = True) -> None:
@@ -136,7 +136,7 @@ class Registry:
         if self._loaded:
             return
         self._loaded = True
-        from .formats import builtin_templates
+        from .families import builtin_templates
 
         try:
             for template in builtin_templates():

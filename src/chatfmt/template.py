@@ -6,13 +6,16 @@ import dataclasses
 import datetime as _dt
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .config import GenerationConfig
 from .errors import TemplateError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, validate_conversation
 from .requests import RenderRequest, parse_now
 from .segments import Kind, Segment, SegmentBuilder, TextSink, join, truncate_after_content
+
+if TYPE_CHECKING:
+    from .parsing.base import FormatParser
 
 #: The keywords of every render call, for error messages.
 RENDER_KEYWORDS = ", ".join(sorted(RenderRequest.KEYWORDS))
@@ -89,6 +92,10 @@ class Template(ABC):
     default_options: ClassVar[Mapping[str, Any]] = {}
     #: Official Jinja files (in ``chatfmt/data/templates/``) this template reproduces byte for byte.
     official_templates: tuple[str, ...] = ()
+    #: The tool-call parser class a template declares (e.g. ``HermesParser``); sets :attr:`tool_parser`.
+    tool_parser_class: type[FormatParser] | None = None
+    #: The reasoning parser class a template declares (e.g. ``ThinkParser``); sets :attr:`reasoning_parser`.
+    reasoning_parser_class: type[FormatParser] | None = None
     #: Name of the output parser for tool calls (see :mod:`chatfmt.parsing`), e.g. ``"hermes"``.
     tool_parser: str | None = None
     #: Name of the reasoning parser, e.g. ``"think"`` for ``<think>…</think>`` blocks.
@@ -97,6 +104,28 @@ class Template(ABC):
     #: that move text to the last turn (Mistral v3 puts the system prompt in the last user
     #: turn): for them an engine's cached prefix is not the new full render.
     prefix_stable: bool = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # A declared parser class names the parser (the names stay the public handle).
+        for kind in ("tool_parser", "reasoning_parser"):
+            declared = cls.__dict__.get(f"{kind}_class")
+            if declared is not None and kind not in cls.__dict__:
+                setattr(cls, kind, declared.name)
+
+    def set_parsers(
+        self,
+        tool: type[FormatParser] | str | None,
+        reasoning: type[FormatParser] | str | None,
+        *,
+        tool_name: str | None = None,
+    ) -> None:
+        """Set this template's parsers, each given as a parser class or a registered name;
+        ``tool_name`` shows the tool parser by one of its aliases."""
+        self.tool_parser, self.tool_parser_class = _parser_ref(tool)
+        self.reasoning_parser, self.reasoning_parser_class = _parser_ref(reasoning)
+        if tool_name is not None:
+            self.tool_parser = tool_name
 
     # ------------------------------------------------------------------ subclass API
     @abstractmethod
@@ -416,3 +445,12 @@ def _completion_segments(conv: Conversation, name: str) -> list[Segment]:
                 field="tool_calls",
             )
     return [Segment(m.text, Kind.CONTENT, m.index, False) for m in conv.messages if m.text]
+
+
+def _parser_ref(
+    parser: type[FormatParser] | str | None,
+) -> tuple[str | None, type[FormatParser] | None]:
+    """(name, class) of a parser given as a class or a registered name."""
+    if parser is None or isinstance(parser, str):
+        return parser, None
+    return parser.name, parser

@@ -216,26 +216,9 @@ def test_replace_is_explicit_and_leaves_no_stale_alias() -> None:
         reg.register(_spec("third", ("first",)), replace=True)  # never hides a name
 
 
-def test_builtin_templates_are_listed_in_one_place() -> None:
-    import pkgutil
-
-    from chatfmt import formats
-
-    modules = {m.name for m in pkgutil.iter_modules(formats.__path__)}
-    assert modules == set(formats.BUILTIN_MODULES)
-    for name in formats.BUILTIN_MODULES:  # no module registers anything at import
-        source = (Path(formats.__path__[0]) / f"{name}.py").read_text(encoding="utf-8")
-        assert "registry import" not in source and "replace=True" not in source, name
-    builtins = formats.builtin_templates()
-    assert len({t.name for t in builtins}) == len(builtins)
-    assert chatfmt.REGISTRY.names() == sorted(t.name for t in builtins)
-    fresh = Registry()  # loading the list again into a new registry meets no collision
-    assert fresh.names() == chatfmt.REGISTRY.names()
-
-
 def test_every_alias_and_model_id_names_the_template_that_declares_it() -> None:
     """No stale alias: the seed's ``<|end|>`` format is ``starchat``, ``zephyr`` the official one."""
-    from chatfmt.formats import misc
+    from chatfmt.families.misc import templates as misc
 
     reg = chatfmt.REGISTRY
     reg.names()

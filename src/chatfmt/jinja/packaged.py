@@ -17,7 +17,7 @@ import dataclasses
 import datetime as _dt
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
@@ -28,6 +28,9 @@ from .inputs import Dialect, Prepared
 from .recognize import fingerprint, official_source
 from .template import JinjaTemplate
 from .trace import TurnInfo
+
+if TYPE_CHECKING:
+    from ..parsing.base import FormatParser
 
 
 class PackagedTemplate(JinjaTemplate):
@@ -49,8 +52,9 @@ class PackagedTemplate(JinjaTemplate):
         model_ids: tuple[str, ...] = (),
         aliases: tuple[str, ...] = (),
         model_patterns: tuple[str, ...] = (),
-        tool_parser: str | None = None,
-        reasoning_parser: str | None = None,
+        tool_parser: type[FormatParser] | str | None = None,
+        reasoning_parser: type[FormatParser] | str | None = None,
+        tool_parser_name: str | None = None,
         generation: GenerationConfig | None = None,
         variables: Mapping[str, Any] | None = None,
         description: str = "",
@@ -63,8 +67,7 @@ class PackagedTemplate(JinjaTemplate):
         self.model_ids = model_ids
         self.aliases = aliases
         self.model_patterns = model_patterns
-        self.tool_parser = tool_parser
-        self.reasoning_parser = reasoning_parser
+        self.set_parsers(tool_parser, reasoning_parser, tool_name=tool_parser_name)
         self._generation = generation
         if description:
             self.description = description
@@ -75,6 +78,7 @@ class PackagedTemplate(JinjaTemplate):
             "model_patterns": model_patterns,
             "tool_parser": tool_parser,
             "reasoning_parser": reasoning_parser,
+            "tool_parser_name": tool_parser_name,
             "generation": generation,
             "variables": dict(variables or {}),
             "description": description,

@@ -65,7 +65,9 @@ class RecognizedTemplate(Template):
             "supports_reasoning",
             "official_templates",
             "tool_parser",
+            "tool_parser_class",
             "reasoning_parser",
+            "reasoning_parser_class",
             "prefix_stable",
         ):
             setattr(self, attr, getattr(native, attr))

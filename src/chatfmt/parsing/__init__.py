@@ -11,7 +11,6 @@ shapes of both are made by :mod:`chatfmt.parsing.openai_wire`.
 
 from __future__ import annotations
 
-from . import _families  # noqa: F401  (registers the family parsers)
 from .base import REASONING_PARSERS, TOOL_PARSERS, StreamParser, end_of_turn_markers, parse
 from .deltas import (
     ContentDelta,
@@ -24,6 +23,7 @@ from .deltas import (
     merge_deltas,
 )
 from .derived import DerivedFormat, derive_parser
+from .derived_format import ToolCallFormat
 
 __all__ = [
     "REASONING_PARSERS",
@@ -37,6 +37,7 @@ __all__ = [
     "ReasoningDelta",
     "StreamParser",
     "ToolCallDelta",
+    "ToolCallFormat",
     "derive_parser",
     "end_of_turn_markers",
     "merge_deltas",

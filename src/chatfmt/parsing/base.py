@@ -40,6 +40,7 @@ from .deltas import (
 from .end_of_turn import EndOfTurn
 from .markers import MarkerSet
 from .special import SpecialTokens
+from .tables import ParserTable
 
 IdFactory = Callable[[int], str]
 
@@ -289,18 +290,27 @@ class PlainParser(FormatParser):
     name = "plain"
 
 
-#: Tool parsers by name (filled by the family modules).
-TOOL_PARSERS: dict[str, type[FormatParser]] = {"plain": PlainParser}
-#: Reasoning parsers by name: factories wrapping a tool parser.
-REASONING_PARSERS: dict[str, Callable[..., FormatParser]] = {}
+def _shared_tool_parsers() -> list[tuple[type[FormatParser], tuple[str, ...]]]:
+    return [(PlainParser, ())]
+
+
+def _shared_reasoning_parsers() -> list[tuple[Callable[..., FormatParser], tuple[str, ...]]]:
+    from .reasoning import ThinkParser
+
+    return [(ThinkParser, ("deepseek_r1", "qwen3"))]
+
+
+#: Tool parsers by name: ``plain`` and every family's (read from the family table on first use).
+TOOL_PARSERS: ParserTable[type[FormatParser]] = ParserTable("tool", _shared_tool_parsers)
+#: Reasoning parsers by name: factories wrapping a tool parser (``think`` and the families').
+REASONING_PARSERS: ParserTable[Callable[..., FormatParser]] = ParserTable(
+    "reasoning", _shared_reasoning_parsers
+)
 
 
 def register_tool_parser(cls: type[FormatParser], *aliases: str) -> type[FormatParser]:
     """Add a tool parser under its name and aliases; a name taken by another parser is an error."""
-    for key in (cls.name, *aliases):
-        if TOOL_PARSERS.setdefault(key, cls) is not cls:
-            raise ChatFmtError(f"tool parser name {key!r} is taken by {TOOL_PARSERS[key].__name__}")
-    return cls
+    return TOOL_PARSERS.add(cls, *aliases)
 
 
 def register_reasoning_parser(
@@ -308,14 +318,7 @@ def register_reasoning_parser(
 ) -> Callable[..., FormatParser]:
     """Add a reasoning parser (a class taking ``(inner, out, budget, options)``) under its
     ``name`` and aliases; a name taken by another parser is an error."""
-    for key in (getattr(factory, "name", ""), *aliases):
-        if not key:
-            raise ChatFmtError("a reasoning parser needs a name")
-        if REASONING_PARSERS.setdefault(key, factory) is not factory:
-            raise ChatFmtError(
-                f"reasoning parser name {key!r} is taken by {REASONING_PARSERS[key]!r}"
-            )
-    return factory
+    return REASONING_PARSERS.add(factory, *aliases)
 
 
 def _tool_schemas(tools: Sequence[Any] | None) -> dict[str, Any] | None:

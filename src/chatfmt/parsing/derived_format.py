@@ -1,9 +1,15 @@
-"""What a parser derived from a template reads (:class:`DerivedFormat`) and the encodings."""
+"""How a format writes tool calls, as data (:class:`ToolCallFormat`), and the encodings.
+
+The same description serves three readers: a family declares its format(s) in its
+``markers`` module (checked against the family's templates by the test suite), the
+derived-parser probe (:mod:`.derived_probe`) finds one in a Jinja template it does not
+know, and the parser machines (:mod:`.derived_machines`) are built from one.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 #: How a derived format writes a call, with what each means.
 ENCODINGS: Mapping[str, str] = {
@@ -18,10 +24,17 @@ ENCODINGS: Mapping[str, str] = {
 
 
 @dataclass(frozen=True)
-class DerivedFormat:
-    """What :func:`derive_parser` found in a template (see module doc)."""
+class ToolCallFormat:
+    """How tool calls are written: the markers around the calls block and each call, how a
+    call's name and arguments are encoded, and the reasoning block's markers.
 
-    #: The template's name (and where it came from).
+    One call reads ``calls_begin? call_begin [name_open] NAME [name_sep] [ID id_end] ARGS
+    call_end`` (``separator`` between calls, ``calls_end`` after the last); what ``NAME``
+    and ``ARGS`` look like is :attr:`encoding`. Declared by a family (see
+    ``chatfmt/families/*/markers.py``) or found by :func:`~.derived.derive_parser`.
+    """
+
+    #: Where the description comes from (a template's name, or a family's).
     template: str
     #: Key of :data:`ENCODINGS`, or ``None`` when the template renders no tool calls.
     encoding: str | None
@@ -51,6 +64,29 @@ class DerivedFormat:
     reasoning: tuple[str, str] | None = None
     #: Observations worth telling (why there are no calls, a reasoning form not derived, …).
     notes: tuple[str, ...] = field(default=())
+
+    def markers(self) -> tuple[str, ...]:
+        """The markers one call is written with, in the order they appear."""
+        order = (
+            self.calls_begin,
+            self.call_begin,
+            self.name_open,
+            self.name_sep,
+            self.id_end,
+            self.key_open,
+            self.key_close,
+            self.value_open,
+            self.value_close,
+            self.call_end,
+            self.calls_end,
+        )
+        return tuple(m for m in order if m)
+
+    def same_calls(self, other: ToolCallFormat) -> bool:
+        """Whether ``other`` writes calls the same way (its origin, reasoning and notes aside)."""
+        return replace(self, template="", reasoning=None, notes=()) == replace(
+            other, template="", reasoning=None, notes=()
+        )
 
     def describe(self) -> str:
         """A readable account of the derived format."""
@@ -88,3 +124,7 @@ def _pair(begin: str, end: str) -> str:
     if not begin and not end:
         return ""
     return f"{begin!r} … {end!r}"
+
+
+#: The earlier name of :class:`ToolCallFormat` (what :func:`~.derived.derive_parser` returns).
+DerivedFormat = ToolCallFormat

@@ -11,9 +11,7 @@ from typing import ClassVar
 
 from .base import FormatParser
 from .blocks import Block, BlockParser, RawArgs
-from .chatglm import GLM45Parser, GLM45State
 from .derived_format import DerivedFormat
-from .llama3 import Llama3JsonParser
 from .states import State
 
 _MAX_HEAD = 512
@@ -243,7 +241,8 @@ def _bare_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[F
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (bare JSON call objects).",
     }
-    return type(f"Derived_{name}", (Llama3JsonParser,), attrs)
+    base = _machine("chatfmt.families.llama.parser", "Llama3JsonParser", fmt.encoding or "")
+    return type(f"Derived_{name}", (base,), attrs)
 
 
 def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
@@ -255,10 +254,11 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
         fmt.value_open,
         fmt.value_close,
     )
+    base = _machine("chatfmt.families.glm.parser", "GLM45Parser", fmt.encoding or "")
     attrs = {
         "name": name,
         "special_markers": tuple(m for m in markers if m in tokens),
-        "starts": {fmt.call_begin: GLM45State.NAME},
+        "starts": {fmt.call_begin: base.states.NAME},  # type: ignore[union-attr]
         "end": fmt.call_end,
         "key_open": fmt.key_open,
         "key_close": fmt.key_close,
@@ -267,13 +267,15 @@ def _pairs_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[
         "__module__": __name__,
         "__doc__": f"Derived parser of {fmt.template} (XML-style key/value pairs).",
     }
-    return type(f"Derived_{name}", (GLM45Parser,), attrs)
+    return type(f"Derived_{name}", (base,), attrs)
 
 
 def _machine(module: str, cls: str, encoding: str) -> type[BlockParser]:
-    """A family machine a derived parser is built on (its module may be absent)."""
+    """A machine a derived parser is built on: a shared one in this package or a family's
+    (imported on first use; its module may be absent)."""
+    path = module if module.startswith("chatfmt.") else f"{__package__}.{module}"
     try:
-        found: type[BlockParser] = getattr(importlib.import_module(f"{__package__}.{module}"), cls)
+        found: type[BlockParser] = getattr(importlib.import_module(path), cls)
     except (ImportError, AttributeError):
         raise _NoMachine(encoding) from None
     return found
@@ -284,7 +286,7 @@ class _NoMachine(Exception):
 
 
 def _function_class(fmt: DerivedFormat, name: str, tokens: frozenset[str]) -> type[FormatParser]:
-    base = _machine("qwen3_coder", "Qwen3CoderParser", "xml_function")
+    base = _machine("xml_function", "Qwen3CoderParser", "xml_function")
     wrapper = tuple(m for m in (fmt.call_begin, fmt.call_end) if m)
     fn_name = base.state_named("fn_name")
     attrs = {

@@ -10,7 +10,7 @@ One state machine, configured per family by its markers:
 * MiniMax-M3 (``minimax_m3``): every tag prefixed by ``]<]minimax[>[``; a parameter
   is the element ``<k>v</k>`` and nested objects / arrays are child elements
   (``<item>`` for array members);
-* Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`.glimmer`).
+* Muse Glimmer's ATEM blocks (``<atem:function_calls>``, see :mod:`chatfmt.families.glimmer.parser`).
 
 Values are text (a closing tag inside a value is text unless markup that may follow a
 parameter, or the end of the output, follows it). A parameter whose tool schema declares a type is converted to it
@@ -30,14 +30,13 @@ text inside the wrapper is a nameless call flagged ``not a tool call``.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping
 from enum import auto
 from typing import Any, ClassVar
 
-from .base import WS, register_tool_parser
+from .._moved import moved_name
+from .base import WS
 from .blocks import Block, BlockParser
-from .json_stream import loads_or_none
 from .states import State
 from .xml_values import JsonMembers, parameter_schema, typed_value
 
@@ -346,193 +345,6 @@ def invoke_parser(
     return type(f"InvokeParser_{name}", (InvokeParser,), attrs)
 
 
-# ---------------------------------------------------------------------- MiniMax-M2
-_MM_CALL, _MM_CALL_END = "<minimax:tool_call>", "</minimax:tool_call>"
-
-
-class MiniMaxM2Parser(InvokeParser):
-    """MiniMax-M2 / M2.1: ``<minimax:tool_call><invoke name="f"><parameter name="k">v…``."""
-
-    name = "minimax_m2"
-    special_markers = (_MM_CALL, _MM_CALL_END)
-    starts: ClassVar[Mapping[str, State]] = {_MM_CALL: Invoke.CALLS}
-    end = _MM_CALL_END
-
-
-# ---------------------------------------------------------------------- DeepSeek DSML
-_DSML = "｜DSML｜"
-_FC, _FC_END = f"<{_DSML}function_calls>", f"</{_DSML}function_calls>"
-_TC, _TC_END = f"<{_DSML}tool_calls>", f"</{_DSML}tool_calls>"
-
-
-class DeepSeekDSMLParser(InvokeParser):
-    """DeepSeek V3.2 (``function_calls``) and V4 (``tool_calls``) DSML blocks.
-
-    ``string="true"`` values are text, ``string="false"`` values JSON; a type the
-    tool schema declares wins over the attribute (as the model's own prompt asks
-    for schema-conforming values).
-    """
-
-    name = "deepseek_v32"
-    starts: ClassVar[Mapping[str, State]] = {_FC: Invoke.CALLS, _TC: Invoke.CALLS}
-    ends: ClassVar[Mapping[str, str | None]] = {_FC: _FC_END, _TC: _TC_END}
-    invoke_open = f"<{_DSML}invoke"
-    invoke_close = f"</{_DSML}invoke>"
-    param_open = f"<{_DSML}parameter"
-    param_close = f"</{_DSML}parameter>"
-
-    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
-        if _declares_type(schema):
-            return typed_value(text, schema)
-        if attrs.get("string", "").strip().lower() == "false":
-            ok, value = loads_or_none(text.strip())
-            if ok:
-                return value
-        return text
-
-
-# ---------------------------------------------------------------------- MiniMax-M3
-MM3_NS = "]<]minimax[>["
-_MAX_DEPTH = 64
-
-
-class MiniMaxM3Parser(InvokeParser):
-    """MiniMax-M3: ``NS<tool_call>`` wrapper, ``NS<invoke name="f">``, parameters as
-    elements ``NS<k>v NS</k>`` whose nested objects / arrays are child elements
-    (``NS`` = ``]<]minimax[>[``; see module doc)."""
-
-    name = "minimax_m3"
-    starts: ClassVar[Mapping[str, State]] = {MM3_NS + "<tool_call>": Invoke.CALLS}
-    end = MM3_NS + "</tool_call>"
-    invoke_open = MM3_NS + "<invoke"
-    invoke_close = MM3_NS + "</invoke>"
-    param_open = MM3_NS + "<"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._depth = 0
-
-    def _s_param_head(self) -> bool:
-        got = self.read_header()
-        if got is None:
-            return False
-        key, complete = got
-        self._raw += key + (">" if complete else "")
-        if not complete or not key or key.startswith("/"):
-            return self._fail("truncated" if not complete and self.final else _MALFORMED, self._raw)
-        self._key, self._attrs, self._parts, self._depth = key, {}, [], 0
-        self.state = Invoke.VALUE
-        return True
-
-    def value_markers(self) -> tuple[str, ...]:
-        return (f"{MM3_NS}<{self._key}>", f"{MM3_NS}</{self._key}>")
-
-    def value_marker(self, marker: str) -> bool:
-        """Nested elements named like the parameter: count them, keep them as value text."""
-        if marker.startswith(MM3_NS + "</"):
-            if not self._depth:
-                return False
-            self._depth -= 1
-        else:
-            self._depth += 1
-        self._parts.append(marker)
-        return True
-
-    def cut_close(self, cut: str) -> bool:
-        closer = f"{MM3_NS}</{self._key}>"
-        return cut.startswith(MM3_NS + "</") and closer.startswith(cut) and not self._depth
-
-    def decode(self, text: str, attrs: Mapping[str, str], schema: Any) -> Any:
-        return element_value(text, schema)
-
-
-def _children(text: str) -> list[tuple[str, str]] | None:
-    """The ``NS<tag>…NS</tag>`` children of an element's text, or None if it is not
-    a sequence of elements (text outside them, unbalanced tags)."""
-    out: list[tuple[str, str]] = []
-    pos, n = 0, len(text)
-    while True:
-        while pos < n and text[pos] in WS:
-            pos += 1
-        if pos == n:
-            return out
-        if not text.startswith(MM3_NS + "<", pos):
-            return None
-        gt = text.find(">", pos + len(MM3_NS))
-        tag = text[pos + len(MM3_NS) + 1 : gt] if gt >= 0 else ""
-        if not tag or tag.startswith("/"):
-            return None
-        opener, closer = f"{MM3_NS}<{tag}>", f"{MM3_NS}</{tag}>"
-        depth, at = 1, gt + 1
-        start = at
-        while depth:
-            c = text.find(closer, at)
-            if c < 0:
-                return None
-            o = text.find(opener, at, c)
-            if o >= 0:
-                depth, at = depth + 1, o + len(opener)
-            else:
-                depth, at = depth - 1, c + len(closer)
-        out.append((tag, text[start : at - len(closer)]))
-        pos = at
-
-
-def _sub_schema(schema: Any, key: str | None) -> Any:
-    """The schema of an object member ``key`` (a property, else ``additionalProperties``) or of
-    array items (``None``)."""
-    if not isinstance(schema, Mapping):
-        return None
-    if key is None:
-        return schema.get("items")
-    return parameter_schema(schema, key) or schema.get("additionalProperties")
-
-
-def element_value(text: str, schema: Any, depth: int = 0) -> Any:
-    """A MiniMax-M3 element's value: child elements → an array when the schema says so or
-    (without an object schema) all are ``<item>``, else an object (a repeated member becomes
-    a list); text → converted per ``schema``."""
-    kinds = _schema_kinds(schema)
-    if MM3_NS in text and depth < _MAX_DEPTH:
-        children = _children(text)
-        if children:
-            if "array" in kinds or (
-                "object" not in kinds and all(tag == "item" for tag, _ in children)
-            ):
-                item = _sub_schema(schema, None)
-                return [element_value(v, item, depth + 1) for _, v in children]
-            counts = Counter(tag for tag, _ in children)
-            members: dict[str, Any] = {}
-            for tag, v in children:
-                sub = _sub_schema(schema, tag)
-                if counts[tag] == 1:
-                    members[tag] = element_value(v, sub, depth + 1)
-                    continue
-                if "array" in _schema_kinds(sub):
-                    sub = _sub_schema(sub, None)
-                members.setdefault(tag, []).append(element_value(v, sub, depth + 1))
-            return members
-    if not text.strip() and kinds and kinds[0] in ("array", "object"):
-        return [] if kinds[0] == "array" else {}
-    return typed_value(text, schema)
-
-
-def _schema_kinds(schema: Any) -> list[str]:
-    if not isinstance(schema, Mapping):
-        return []
-    kind = schema.get("type")
-    if isinstance(kind, str):
-        return [kind]
-    if isinstance(kind, list):
-        return [k for k in kind if isinstance(k, str)]
-    found = [
-        k for sub in (schema.get("anyOf") or schema.get("oneOf") or ()) for k in _schema_kinds(sub)
-    ]
-    if not found and isinstance(schema.get("properties"), Mapping):
-        found.append("object")
-    return found
-
-
-register_tool_parser(MiniMaxM2Parser, "minimax-m2")
-register_tool_parser(DeepSeekDSMLParser, "deepseek_v4", "deepseek-v32", "deepseek-v4", "dsml")
-register_tool_parser(MiniMaxM3Parser, "minimax-m3")
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 from enum import auto
 from typing import Any, ClassVar, Literal
 
-from .base import Emitter, register_tool_parser
+from .._moved import moved_name
+from .base import Emitter
 from .blocks import Block, BlockParser
 from .literals import NotLiteral, python_literal
 from .special import SpecialTokens
@@ -463,16 +464,9 @@ class PythonicParser(BlockParser):
             self.args = None
 
 
-class LFM2Parser(PythonicParser):
-    """LFM2 / LFM2.5: ``<|tool_call_start|>[f(a=1)]<|tool_call_end|>`` (pythonic or JSON inside)."""
-
-    name = "lfm2"
-    special_markers: ClassVar[tuple[str, ...]] = ("<|tool_call_start|>", "<|tool_call_end|>")
-    starts: ClassVar[Mapping[str, State]] = {"<|tool_call_start|>": Pythonic.PY_BLOCK}
-    ends: ClassVar[Mapping[str, str | None]] = {"<|tool_call_start|>": "<|tool_call_end|>"}
+__all__ = ["PythonicArgs", "PythonicParser", "call_head"]
 
 
-register_tool_parser(PythonicParser, "llama4_pythonic", "llama32_pythonic")
-register_tool_parser(LFM2Parser)
-
-__all__ = ["LFM2Parser", "PythonicArgs", "PythonicParser", "call_head"]
+def __getattr__(name: str) -> Any:
+    # Names that moved to a family package keep working for one release (with a warning).
+    return moved_name(__name__, name)

@@ -11,11 +11,12 @@ either. A block that never closes (truncated thinking) is all reasoning.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from enum import auto
 from typing import Any, ClassVar
 
-from .base import WS, Emitter, FormatParser, register_reasoning_parser
+from .base import WS, Emitter, FormatParser
 from .markers import marker_set
 from .special import SpecialTokens
 from .states import State, StateMachine
@@ -165,8 +166,14 @@ class ThinkParser(StateMachine, FormatParser):
         self.inner.finish()
 
 
-def think_parser(name: str, open_marker: str, close_marker: str) -> type[ThinkParser]:
-    """A :class:`ThinkParser` for a block written ``open_marker … close_marker``."""
+def think_parser(
+    name: str, open_marker: str, close_marker: str, *, qualname: str | None = None
+) -> type[ThinkParser]:
+    """A :class:`ThinkParser` for a block written ``open_marker … close_marker``.
+
+    ``qualname`` is the module-level name the caller binds the class to: the class then
+    belongs to the caller's module under that name, so templates that name it pickle.
+    """
     attrs = {
         "name": name,
         "open_marker": open_marker,
@@ -176,7 +183,7 @@ def think_parser(name: str, open_marker: str, close_marker: str) -> type[ThinkPa
         "__doc__": f"Reasoning in ``{open_marker}…{close_marker}`` before the answer.",
         "__module__": __name__,
     }
-    return type(f"ThinkParser_{name}", (ThinkParser,), attrs)
-
-
-register_reasoning_parser(ThinkParser, "deepseek_r1", "qwen3")
+    if qualname is not None:
+        attrs["__module__"] = sys._getframe(1).f_globals["__name__"]
+        attrs["__qualname__"] = qualname
+    return type(qualname or f"ThinkParser_{name}", (ThinkParser,), attrs)

@@ -1,0 +1,6 @@
+"""bielik: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+BOS = "<s>"
+EOS = "</s>"

@@ -1,0 +1,16 @@
+"""The chatml family — ChatML and the plain Human/Assistant format of the ChatML overview seed, as declarative specs.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = ["REASONING_PARSERS", "TEMPLATES", "TOOL_PARSERS", "ReasoningParsers", "ToolParsers"]

@@ -1,0 +1,22 @@
+"""deepseek: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+ASSISTANT = "<｜Assistant｜>"
+BEGIN_OF_SENTENCE = "<｜begin▁of▁sentence｜>"
+END_OF_SENTENCE = "<｜end▁of▁sentence｜>"
+EOT = "<|EOT|>"
+INSTRUCTION = "### Instruction:"
+RESPONSE = "### Response:"
+THINK = "<think>"
+THINK_CLOSE = "</think>"
+TOOL_CALLS_BEGIN = "<｜tool▁calls▁begin｜>"
+TOOL_CALLS_END = "<｜tool▁calls▁end｜>"
+TOOL_CALL_BEGIN = "<｜tool▁call▁begin｜>"
+TOOL_CALL_END = "<｜tool▁call▁end｜>"
+TOOL_OUTPUTS_BEGIN = "<｜tool▁outputs▁begin｜>"
+TOOL_OUTPUTS_END = "<｜tool▁outputs▁end｜>"
+TOOL_OUTPUT_BEGIN = "<｜tool▁output▁begin｜>"
+TOOL_OUTPUT_END = "<｜tool▁output▁end｜>"
+TOOL_SEP = "<｜tool▁sep｜>"
+USER = "<｜User｜>"

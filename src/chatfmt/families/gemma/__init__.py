@@ -1,0 +1,27 @@
+"""The gemma family — Google Gemma chat formats: Gemma 1/2 (no system role) and Gemma 3 (system folded into the first user turn).
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import Gemma4Parser, Gemma4Reasoning
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    Gemma4Parser: (),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {
+    Gemma4Reasoning: (),
+}
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "Gemma4Parser",
+    "Gemma4Reasoning",
+]

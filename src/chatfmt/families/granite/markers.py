@@ -1,0 +1,12 @@
+"""granite: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+END_OF_ROLE = "<|end_of_role|>"
+END_OF_TEXT = "<|end_of_text|>"
+RESPONSE = "<response>"
+RESPONSE_CLOSE = "</response>"
+START_OF_ROLE = "<|start_of_role|>"
+TOOL_CALL = "<tool_call>"
+TOOL_CALL_TOKEN = "<|tool_call|>"
+TOOL_CALL_CLOSE = "</tool_call>"

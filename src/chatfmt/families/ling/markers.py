@@ -1,0 +1,5 @@
+"""ling: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+ROLE_END = "<|role_end|>"

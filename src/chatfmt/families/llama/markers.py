@@ -1,0 +1,23 @@
+"""llama: control tokens, written once for its templates and its parsers."""
+
+from __future__ import annotations
+
+from ...parsing.derived_format import ToolCallFormat
+
+BEGIN_OF_TEXT = "<|begin_of_text|>"
+BOS = "<s>"
+END_HEADER_ID = "<|end_header_id|>"
+END_OF_TEXT = "<|end_of_text|>"
+EOM_ID = "<|eom_id|>"
+EOS = "</s>"
+EOT_ID = "<|eot_id|>"
+FINETUNE_RIGHT_PAD_ID = "<|finetune_right_pad_id|>"
+INST = "[INST]"
+INST_CLOSE = "[/INST]"
+PYTHON_TAG = "<|python_tag|>"
+START_HEADER_ID = "<|start_header_id|>"
+SYS_CLOSE = "<</SYS>>"
+SYS_OPEN = "<<SYS>>"
+
+#: Llama 3.1 / 3.2 JSON calls: a bare ``{"name": …, "parameters": …}`` object.
+LLAMA3_JSON_FORMAT = ToolCallFormat("llama3_json", "bare_json_call", args_key="parameters")

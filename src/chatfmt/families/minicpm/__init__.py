@@ -1,0 +1,24 @@
+"""The minicpm family — OpenBMB MiniCPM5: the official Jinja template with the ``minicpm5`` and ``think`` parsers.
+
+Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
+"""
+
+from __future__ import annotations
+
+from .. import ReasoningParsers, ToolParsers
+from .parser import MiniCPM5Parser
+from .templates import TEMPLATES
+
+#: Tool parsers of the family, each with its extra names.
+TOOL_PARSERS: ToolParsers = {
+    MiniCPM5Parser: ("minicpm",),
+}
+#: Reasoning parsers of the family, each with its extra names.
+REASONING_PARSERS: ReasoningParsers = {}
+
+__all__ = [
+    "REASONING_PARSERS",
+    "TEMPLATES",
+    "TOOL_PARSERS",
+    "MiniCPM5Parser",
+]
