@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from _streaming import assert_stream_equals_whole, call_ids, wire
+from chatfmt.families.gpt_oss.parser import MAX_HEADER
 from chatfmt.parsing import StreamParser, merge_deltas, parse
-from chatfmt.parsing.harmony import MAX_HEADER
 
 A = "<|channel|>analysis<|message|>I'm\nthinking<|end|>"
 NEXT = "<|start|>assistant"

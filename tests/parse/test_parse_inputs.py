@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from chatfmt.errors import ParseError
+from chatfmt.families.deepseek.parser import DeepSeekV3Parser
+from chatfmt.families.internlm.parser import InternLM2Parser
+from chatfmt.families.llama.parser import Llama3JsonParser
+from chatfmt.families.mistral.parser import MistralParser
 from chatfmt.parsing import Delta, StreamParser, merge_deltas, parse
 from chatfmt.parsing.blocks import BlockParser
-from chatfmt.parsing.deepseek import DeepSeekV3Parser
-from chatfmt.parsing.internlm2 import InternLM2Parser
-from chatfmt.parsing.llama3 import Llama3JsonParser
-from chatfmt.parsing.mistral import MistralParser
 
 TOOL = {
     "type": "function",
