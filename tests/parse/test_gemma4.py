@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import chatfmt
 from _streaming import assert_stream_equals_whole, call_ids, stream_deltas
+from chatfmt.families.gemma.parser import GemmaSyntaxError, gemma_value
 from chatfmt.parsing import end_of_turn_markers, merge_deltas, parse
-from chatfmt.parsing.gemma4 import GemmaSyntaxError, gemma_value
 
 Calls = list[tuple[str, dict[str, Any]]]
 Q = '<|"|>'

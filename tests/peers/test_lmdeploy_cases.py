@@ -39,8 +39,8 @@ from chatfmt.errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from chatfmt.formats.glm import python_literal
-from chatfmt.formats.internlm import INTERNLM_META_INSTRUCTION
+from chatfmt.families.glm.templates import python_literal
+from chatfmt.families.internlm.templates import INTERNLM_META_INSTRUCTION
 from chatfmt.protocol import validate_conversation
 from chatfmt.template import Template
 

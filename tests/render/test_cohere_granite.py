@@ -20,7 +20,7 @@ from chatfmt.errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from chatfmt.formats.cohere import jinja_indent
+from chatfmt.families.cohere.templates import jinja_indent
 from chatfmt.segments import Kind, Segment
 
 from _support import ROOT, TOOLS, conversations, official_render, official_source

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import chatfmt
 from _official import glm4_server_messages, null_content_as_absent
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.formats.glm import python_literal
+from chatfmt.families.glm.templates import python_literal
 from chatfmt.segments import Kind, join
 
 from _support import TOOLS, WEATHER_TOOL, conversations, official_render, official_source, texts

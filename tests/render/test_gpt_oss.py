@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import chatfmt
 from _official import assert_matches_official, official_today
 from chatfmt.errors import UnsupportedFeatureError, ValidationError
-from chatfmt.formats.gpt_oss import GPT_OSS
+from chatfmt.families.gpt_oss.templates import GPT_OSS
 from chatfmt.segments import Kind, join
 
 from _support import TEMPLATES, TOOLS, official_render, official_source, texts

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import TemplateError, UnsupportedFeatureError, ValidationError
-from chatfmt.formats.internlm import (
+from chatfmt.families.internlm.templates import (
     INTERNLM_META_INSTRUCTION,
     LAGENT_INTERPRETER_CN,
     LAGENT_PLUGIN_CN,

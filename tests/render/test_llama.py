@@ -14,7 +14,7 @@ import chatfmt
 from _official import assert_matches_official, official_today
 from _segments import assert_follow_up_continues, assert_segments_consistent
 from chatfmt.errors import RoleOrderError, UnsupportedFeatureError, ValidationError
-from chatfmt.formats.llama import strftime_d_b_y
+from chatfmt.families.llama.templates import strftime_d_b_y
 from chatfmt.segments import Kind
 
 from _support import TOOLS, conversations, official_render, texts

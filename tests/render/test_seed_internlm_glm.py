@@ -37,7 +37,7 @@ from _seed_examples import (
     WEATHER_TOOL,
     glm3_actual,
 )
-from chatfmt.formats.internlm import INTERNLM_META_INSTRUCTION, seed_json
+from chatfmt.families.internlm.templates import INTERNLM_META_INSTRUCTION, seed_json
 
 
 # --------------------------------------------------------------------------- InternLM2 (seed 000)
