@@ -29,7 +29,7 @@ import timeit
 from typing import Any
 
 import chatfmt
-from chatfmt.parsing import StreamParser, merge_deltas
+from chatfmt.parsing import StreamParser, ToolCallDelta, merge_deltas
 from chatfmt.parsing import base as parsing_base
 
 CHUNK = 4
@@ -59,15 +59,15 @@ def chunks(text: str) -> list[str]:
 def run_chatfmt(parts: list[str], template: Any = None) -> str:
     """Stream like a server: each delta is consumed as it comes (its text sent on), not kept.
 
-    Keeping tens of thousands of delta dicts alive would measure Python's cyclic garbage
+    Keeping tens of thousands of deltas alive would measure Python's cyclic garbage
     collector scanning them, not the parser.
     """
     sp = StreamParser(template, parser="hermes")
     sent: list[str] = []
     for p in [*parts, None]:
         for d in sp.feed(p) if p is not None else sp.finish():
-            for call in d.get("tool_calls") or ():
-                sent.append(call.get("function", {}).get("arguments") or "")
+            if isinstance(d, ToolCallDelta):
+                sent.append(d.text)
     return "".join(sent)
 
 
@@ -75,7 +75,7 @@ def run_chatfmt_merged(parts: list[str]) -> str:
     """The same stream folded with ``merge_deltas`` (for the correctness check)."""
     sp = StreamParser(parser="hermes")
     deltas = [d for p in parts for d in sp.feed(p)] + sp.finish()
-    return merge_deltas(deltas)["tool_calls"][0]["function"]["arguments"]
+    return merge_deltas(deltas).tool_calls[0].arguments
 
 
 def complete_partial(text: str) -> str | None:
@@ -251,11 +251,10 @@ def stream_template(tpl: Any, parts: list[str]) -> list[tuple[str, str]]:
     args: dict[int, list[str]] = {}
     for p in [*parts, None]:
         for d in sp.feed(p) if p is not None else sp.finish():
-            for call in d.get("tool_calls") or ():
-                fn = call.get("function") or {}
-                if "name" in fn:
-                    names[call["index"]] = fn["name"]
-                args.setdefault(call["index"], []).append(fn.get("arguments") or "")
+            if isinstance(d, ToolCallDelta):
+                if d.name is not None:
+                    names[d.index] = d.name
+                args.setdefault(d.index, []).append(d.text)
     return [(names.get(i, ""), "".join(a)) for i, a in sorted(args.items())]
 
 

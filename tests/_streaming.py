@@ -9,10 +9,11 @@ at a time, four at a time and at a few random points.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import Delta, ParsedMessage, StreamParser, merge_deltas, parse
+from chatfmt.parsing.openai_wire import delta_dicts
 
 #: Outputs up to this length are cut at every point (longer ones get the cheap chunkings only).
 EVERY_CUT_MAX = 200
@@ -32,21 +33,27 @@ def chunkings(text: str, *, every_cut_max: int = EVERY_CUT_MAX) -> Iterator[list
             yield [text[:cut], text[cut:]]
 
 
-def stream_deltas(chunks: list[str], template: Any = None, **kwargs: Any) -> list[dict[str, Any]]:
+def wire(deltas: list[Delta]) -> list[dict[str, Any]]:
+    """Typed parser deltas as OpenAI ``chat.completion.chunk`` deltas (error flags kept):
+    what tests compare with the expected wire shapes."""
+    return delta_dicts(deltas)
+
+
+def stream_deltas(chunks: list[str], template: Any = None, **kwargs: Any) -> list[Delta]:
     """The deltas a :class:`StreamParser` fed ``chunks`` emits."""
     sp = StreamParser(template, **kwargs)
     deltas = [d for chunk in chunks for d in sp.feed(chunk)]
     return deltas + sp.finish()
 
 
-def streamed(chunks: list[str], template: Any = None, **kwargs: Any) -> dict[str, Any]:
+def streamed(chunks: list[str], template: Any = None, **kwargs: Any) -> ParsedMessage:
     """The message a :class:`StreamParser` fed ``chunks`` gives (deltas merged)."""
     return merge_deltas(stream_deltas(chunks, template, **kwargs))
 
 
-def sent_text(deltas: list[dict[str, Any]], key: str) -> str:
+def sent_text(deltas: list[Delta], key: str) -> str:
     """What a client that concatenates the ``key`` deltas (e.g. ``content``) ends up with."""
-    return "".join(d.get(key) or "" for d in deltas)
+    return "".join(d.get(key) or "" for d in wire(deltas))
 
 
 def call_ids(index: int) -> str:
@@ -56,7 +63,7 @@ def call_ids(index: int) -> str:
 
 def assert_stream_equals_whole(
     text: str, template: Any = None, *, extra: Sequence[list[str]] = (), **kwargs: Any
-) -> dict[str, Any]:
+) -> ParsedMessage:
     """Check every chunking of ``text`` (and the ``extra`` ones) against ``parse(text)``.
 
     The merged stream must equal the whole message, and a client that only
@@ -75,7 +82,7 @@ def assert_stream_equals_whole(
     return whole
 
 
-def decoded_calls(msg: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+def decoded_calls(msg: Mapping[str, Any]) -> list[tuple[str, Any, str | None]]:
     """(name, arguments decoded from JSON — or the raw text when they are not JSON — and the
     error flag) of each tool call of a parsed message."""
     import json

@@ -17,14 +17,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .backends.base import Backend, CompletionRequest, Usage
 from .errors import UnsupportedFeatureError
-from .parsing import StreamParser
+from .parsing import Delta, StreamParser
 from .protocol import Conversation, Message
 from .template import Template
 
 if TYPE_CHECKING:
     from .tokens import Encoding
-
-Delta = dict[str, Any]
 
 #: What a turn renders: a validated :class:`~chatfmt.protocol.Conversation` (its tools
 #: inside it), or message dicts as a caller keeps them (an agent's growing history; the
@@ -113,7 +111,7 @@ def _without_refused_reasoning(messages: Messages, exc: UnsupportedFeatureError)
 class ParsedTurn:
     """A completion streamed from ``backend`` and parsed by ``parser`` as it arrives.
 
-    Iterate :meth:`deltas` for lists of OpenAI deltas (the last list comes from
+    Iterate :meth:`deltas` for lists of typed deltas (the last list comes from
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``

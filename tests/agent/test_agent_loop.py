@@ -368,9 +368,9 @@ def test_stream_chat_events_in_order() -> None:
     backend = ScriptedBackend([ScriptedReply(call, chunk_size=5), "Warm."])
     agent = Agent(backend, template="qwen2.5", tools=[get_current_weather])
     events = list(agent.stream_chat([{"role": "user", "content": "Rome?"}]))
-    kinds = [type(e).__name__ for e in events]
-    assert kinds.index("ToolCallDelta") < kinds.index("ToolStart") < kinds.index("ToolResult")
-    assert kinds.index("ToolResult") < kinds.index("TextDelta") and kinds[-1] == "Final"
+    kinds = [type(e) for e in events]
+    assert kinds.index(ToolCallDelta) < kinds.index(ToolStart) < kinds.index(ToolResult)
+    assert kinds.index(ToolResult) < kinds.index(TextDelta) and kinds[-1] is Final
     first_call = next(e for e in events if isinstance(e, ToolCallDelta))
     assert first_call.name == "get_current_weather" and first_call.id
     args = "".join(e.text for e in events if isinstance(e, ToolCallDelta))

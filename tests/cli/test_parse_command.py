@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _streaming import stream_deltas, wire
 from chatfmt.cli import app
-from chatfmt.parsing import merge_deltas, parse
+from chatfmt.parsing import parse
 
 runner = CliRunner()
 
@@ -38,7 +39,7 @@ def test_parse_file_whole(tmp_path: Path) -> None:
     assert got["finish_reason"] == "tool_calls"
     assert got["trailing_text"] == "<|im_start|>user\nhallucinated"
     expected = parse(OUTPUT, "qwen3", tools=TOOLS)
-    assert _without_ids(got["message"]) == _without_ids(dict(expected))
+    assert _without_ids(got["message"]) == _without_ids(expected.to_openai())
     assert got["message"]["reasoning_content"] == "The user wants weather."
 
 
@@ -54,7 +55,13 @@ def test_parse_stdin_stream_deltas() -> None:
     }
     deltas = lines[:-1]
     assert len(deltas) > 3  # streamed in pieces
-    assert _without_ids(merge_deltas(deltas)) == _without_ids(dict(parse(OUTPUT, "qwen3")))
+    chunks = [OUTPUT[i : i + 3] for i in range(0, len(OUTPUT), 3)]
+    expected = wire(stream_deltas(chunks, "qwen3", id_factory=lambda i: "id"))
+    for delta in deltas:
+        for entry in delta.get("tool_calls", ()):
+            if "id" in entry:
+                entry["id"] = "id"
+    assert deltas == expected
 
 
 def test_parse_truncated_and_options(tmp_path: Path) -> None:

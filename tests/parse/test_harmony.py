@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _streaming import assert_stream_equals_whole, call_ids
+from _streaming import assert_stream_equals_whole, call_ids, wire
+from chatfmt.families.gpt_oss.parser import MAX_HEADER
 from chatfmt.parsing import StreamParser, merge_deltas, parse
-from chatfmt.parsing.harmony import MAX_HEADER
 
 A = "<|channel|>analysis<|message|>I'm\nthinking<|end|>"
 NEXT = "<|start|>assistant"
@@ -349,7 +349,10 @@ def test_return_ends_the_turn() -> None:
 def test_arguments_stream_as_they_come() -> None:
     sp = StreamParser("gpt-oss", id_factory=call_ids)
     deltas = sp.feed('<|channel|>commentary to=functions.f json<|message|>{"city": "Pa')
-    assert deltas[-1]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"city": "Pa'}
+    assert wire(deltas)[-1]["tool_calls"][0]["function"] == {
+        "name": "f",
+        "arguments": '{"city": "Pa',
+    }
     deltas += sp.feed('ris"}')
     deltas += sp.finish()
     assert merge_deltas(deltas)["tool_calls"][0]["function"]["arguments"] == '{"city": "Paris"}'

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from chatfmt.errors import ParseError
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.families.deepseek.parser import DeepSeekV3Parser
+from chatfmt.families.internlm.parser import InternLM2Parser
+from chatfmt.families.llama.parser import Llama3JsonParser
+from chatfmt.families.mistral.parser import MistralParser
+from chatfmt.parsing import Delta, StreamParser, merge_deltas, parse
 from chatfmt.parsing.blocks import BlockParser
-from chatfmt.parsing.deepseek import DeepSeekV3Parser
-from chatfmt.parsing.internlm2 import InternLM2Parser
-from chatfmt.parsing.llama3 import Llama3JsonParser
-from chatfmt.parsing.mistral import MistralParser
 
 TOOL = {
     "type": "function",
@@ -95,7 +95,7 @@ def test_deep_json_never_raises_recursion_error(case: str) -> None:
     msg = parse(text, parser=parser, tools=[TOOL])
     assert msg["tool_calls"], msg  # the call is recognised (flagged or not), not content
     streamed = StreamParser(parser=parser, tools=[TOOL])
-    deltas: list[dict[str, Any]] = []
+    deltas: list[Delta] = []
     for i in range(0, len(text), 4096):
         deltas += streamed.feed(text[i : i + 4096])
     deltas += streamed.finish()

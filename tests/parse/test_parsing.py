@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _streaming import assert_stream_equals_whole
+from _streaming import assert_stream_equals_whole, wire
 from chatfmt.errors import ParseError
-from chatfmt.parsing import StreamParser, merge_deltas, parse
+from chatfmt.parsing import Delta, ParsedMessage, StreamParser, merge_deltas, parse
 from chatfmt.parsing.json_stream import JsonScanner
 
 WEATHER = {
@@ -181,7 +181,7 @@ def test_family_examples(
     assert all("error" not in c for c in msg.get("tool_calls", []))
 
 
-def _stream(parser: str, chunks: list[str], **kw: Any) -> dict[str, Any]:
+def _stream(parser: str, chunks: list[str], **kw: Any) -> ParsedMessage:
     sp = StreamParser(parser=parser, id_factory=ids, **kw)
     deltas = [d for c in chunks for d in sp.feed(c)] + sp.finish()
     return merge_deltas(deltas)
@@ -211,7 +211,7 @@ def test_argument_deltas_are_the_models_text() -> None:
     sp = StreamParser(parser="hermes", id_factory=ids)
     pieces = []
     for ch in text:
-        for d in sp.feed(ch):
+        for d in wire(sp.feed(ch)):
             for tc in d.get("tool_calls", []):
                 pieces.append(tc.get("function", {}).get("arguments", ""))
     sp.finish()
@@ -297,7 +297,7 @@ def test_token_ids_from_a_tokenizer(shared_dir: Any) -> None:
     ]
     pieces += [("</tool_call>", [tok.token_to_id("</tool_call>")])]
     sp = StreamParser("qwen3", tokenizer=tok, id_factory=ids)
-    deltas: list[dict[str, Any]] = []
+    deltas: list[Delta] = []
     for text, tids in pieces:
         deltas += sp.feed(text, token_ids=tids)
     msg = merge_deltas(deltas + sp.finish())

@@ -23,7 +23,7 @@ from _pythonic_cases import (
     Calls,
     lfm_block,
 )
-from _streaming import assert_stream_equals_whole, call_ids, stream_deltas
+from _streaming import assert_stream_equals_whole, call_ids, stream_deltas, wire
 from chatfmt.parsing import StreamParser, merge_deltas, parse
 from chatfmt.parsing.literals import NotLiteral, python_literal
 
@@ -256,15 +256,15 @@ def test_python_literal_reads_literals(src: str, value: Any) -> None:
 
 def test_name_streams_first_then_each_argument() -> None:
     sp = StreamParser("pythonic", id_factory=call_ids)
-    assert sp.feed("Sure. [get_weather(") == [{"content": "Sure. "}]
+    assert wire(sp.feed("Sure. [get_weather(")) == [{"content": "Sure. "}]
     assert sp.feed("city") == []  # a key or a positional name: undecided
-    head = sp.feed("='")
+    head = wire(sp.feed("='"))
     assert head[0]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
     assert sp.feed("Paris'") == []  # the value may still go on
-    assert sp.feed(", days=2") == [
+    assert wire(sp.feed(", days=2")) == [
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Paris"'}}]}
     ]
-    assert sp.feed(")]") == [
+    assert wire(sp.feed(")]")) == [
         {"tool_calls": [{"index": 0, "function": {"arguments": ', "days": 2}'}}]}
     ]
 

@@ -21,9 +21,17 @@ import pytest
 
 import chatfmt
 from _parser_table import REGISTRY_BLOCK, docs_block, registry_table_markdown
+from _streaming import wire
 from _turns import HISTORY, TOOLS, TURNS
 from chatfmt.errors import ChatFmtError, ParseError
-from chatfmt.parsing import ParsedMessage, StreamParser, end_of_turn_markers, merge_deltas, parse
+from chatfmt.parsing import (
+    Delta,
+    ParsedMessage,
+    StreamParser,
+    end_of_turn_markers,
+    merge_deltas,
+    parse,
+)
 from chatfmt.parsing import base as parsing_base
 
 #: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
@@ -299,13 +307,12 @@ def _ids(case: Case) -> str:
 
 def _stream(case: Case, text: str, cuts: list[int], truncated: bool = False) -> ParsedMessage:
     sp = StreamParser(case.name, tools=TOOLS, id_factory=lambda i: f"c{i}", **case.opts)
-    deltas: list[dict[str, Any]] = []
+    deltas: list[Delta] = []
     bounds = [0, *cuts, len(text)]
     for a, b in itertools.pairwise(bounds):
         deltas += sp.feed(text[a:b])
     deltas += sp.finish(truncated=truncated)
-    assert sp.finish_reason is not None
-    return ParsedMessage(merge_deltas(deltas), sp.finish_reason, sp.trailing_text)
+    return merge_deltas(deltas, finish_reason=sp.finish_reason, trailing_text=sp.trailing_text)
 
 
 def _check(case: Case, check: str, msg: ParsedMessage, trailing: str = "") -> None:
@@ -424,7 +431,7 @@ def test_hallucinated_next_turn_goes_to_trailing_text() -> None:
     assert sp.finish_reason is None and sp.trailing_text == ""
     deltas = [d for ch in (text[:5], text[5:9], text[9:]) for d in sp.feed(ch)]
     deltas += sp.finish()
-    assert deltas == [{"content": "Hi!"}]
+    assert wire(deltas) == [{"content": "Hi!"}]
     assert (sp.finish_reason, sp.trailing_text) == ("stop", msg.trailing_text)
     with pytest.raises(ParseError, match="after finish"):
         sp.feed("x")
@@ -485,8 +492,17 @@ def test_finish_reason() -> None:
 def test_parsed_message_is_the_plain_message() -> None:
     msg = parse("Hi<|im_end|>\nnext", "qwen2.5")
     assert isinstance(msg, dict) and isinstance(msg, ParsedMessage)
-    assert msg == {"role": "assistant", "content": "Hi"}
-    assert json.loads(json.dumps(msg)) == {"role": "assistant", "content": "Hi"}
+    assert msg == {"role": "assistant", "content": "Hi"} and msg == {
+        "content": "Hi",
+        "role": "assistant",
+    }
+    assert msg != {"role": "assistant", "content": "Hi", "extra": 1}
+    assert (msg.content, msg.reasoning_content, msg.tool_calls) == ("Hi", None, ())
+    plain = msg.to_openai()
+    assert type(plain) is dict and plain == dict(msg) == {"role": "assistant", "content": "Hi"}
+    assert json.loads(json.dumps(msg)) == plain
+    with pytest.raises(TypeError):
+        msg["content"] = "changed"  # type: ignore[index]
     with pytest.raises(AttributeError):
         msg.finish_reason = "length"  # type: ignore[misc]
     copy = pickle.loads(pickle.dumps(msg))

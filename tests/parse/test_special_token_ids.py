@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _streaming import wire
 from chatfmt.errors import ParseError
 from chatfmt.parsing import StreamParser, merge_deltas, parse
 
@@ -395,7 +396,7 @@ def test_mixed_chunk_without_a_tokenizer_is_an_error() -> None:
     with pytest.raises(ParseError, match="tokenizer="):
         parse(text, parser="hermes", special_token_ids=SPECIAL, token_ids=seq)
     sp = StreamParser(parser="hermes", special_token_ids=SPECIAL, id_factory=ids)
-    assert sp.feed("Type ", [1]) == [{"content": "Type "}]
+    assert wire(sp.feed("Type ", [1])) == [{"content": "Type "}]
     with pytest.raises(ParseError, match="2 occurrences of '<tool_call>' but 1 special id"):
         sp.feed(text[5:], seq[1:])
     # nothing of the refused chunk was consumed: it can be fed again, token by token

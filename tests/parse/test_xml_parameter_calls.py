@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import chatfmt
-from _streaming import assert_stream_equals_whole, decoded_calls
+from _streaming import assert_stream_equals_whole, decoded_calls, wire
 from _xml_call_cases import (
     LCPP_CASES,
     LCPP_TOOLS,
@@ -272,7 +272,7 @@ def test_string_values_stream_as_they_come() -> None:
     deltas = sp.feed("<tool_call>\n<function=write>\n<parameter=content>\nfirst part of a long ")
     sent = "".join(
         e["function"]["arguments"]
-        for d in deltas
+        for d in wire(deltas)
         for e in d.get("tool_calls", [])
         if "function" in e
     )
@@ -280,7 +280,7 @@ def test_string_values_stream_as_they_come() -> None:
     deltas = sp.feed("file\n</parameter>\n<parameter=count>\n12")
     sent = "".join(
         e["function"]["arguments"]
-        for d in deltas
+        for d in wire(deltas)
         for e in d.get("tool_calls", [])
         if "function" in e
     )

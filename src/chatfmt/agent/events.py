@@ -1,4 +1,8 @@
-"""What an agent run reports: typed stream events, its steps, and the final return."""
+"""What an agent run reports: typed stream events, its steps, and the final return.
+
+The text, reasoning and tool-call events are the stream parser's own deltas
+(:mod:`chatfmt.parsing.deltas`): ``TextDelta`` is :class:`~chatfmt.parsing.ContentDelta`.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +10,29 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..parsing.deltas import ContentDelta, ReasoningDelta, ToolCallDelta
+
+__all__ = [
+    "AgentEvent",
+    "AgentFinish",
+    "AgentReturn",
+    "AgentStep",
+    "Final",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolResult",
+    "ToolStart",
+]
+
 #: How a run ended: the model answered (``stop``), hit its token limit (``length``),
 #: used up ``max_turn`` model calls while still calling tools (``max_turn``), or repeated
 #: a malformed tool call after being told it was malformed (``invalid_call``).
 AgentFinish = Literal["stop", "length", "max_turn", "invalid_call"]
 
 
-@dataclass(frozen=True)
-class TextDelta:
-    """Answer text as the model writes it."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ReasoningDelta:
-    """Reasoning text as the model writes it."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallDelta:
-    """A piece of a tool call being written: the first piece has ``id`` and ``name``.
-
-    ``text`` is argument JSON text (function calls) or code (code-interpreter calls).
-    """
-
-    index: int
-    text: str = ""
-    id: str | None = None
-    name: str | None = None
-    code: bool = False
+#: Answer text as the model writes it: the parser's own delta (``.text``).
+TextDelta = ContentDelta
 
 
 @dataclass(frozen=True)
@@ -97,7 +92,7 @@ class Final:
     result: AgentReturn
 
 
-AgentEvent = TextDelta | ReasoningDelta | ToolCallDelta | ToolStart | ToolResult | Final
+AgentEvent = ContentDelta | ReasoningDelta | ToolCallDelta | ToolStart | ToolResult | Final
 
 
 def _jsonable(value: Any) -> Any:

@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
 from ..errors import ValidationError
-from ..parsing import end_of_turn_markers, merge_deltas
+from ..parsing import Delta, ParsedToolCall, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
+from ..parsing.deltas import CODE_INTERPRETER
+from ..parsing.openai_wire import call_dict
 from ..protocol import Conversation, validate_conversation
 from ..template import Template
 from ..turn import ParsedTurn, render_prompt
@@ -28,9 +31,6 @@ from .events import (
     AgentReturn,
     AgentStep,
     Final,
-    ReasoningDelta,
-    TextDelta,
-    ToolCallDelta,
     ToolResult,
     ToolStart,
 )
@@ -127,13 +127,13 @@ class Agent:
                 options=self.options,
             )
             parser = turn.parser
-            deltas: list[dict[str, Any]] = []
+            deltas: list[Delta] = []
             async for batch in turn.deltas():
                 for delta in batch:
                     deltas.append(delta)
-                    for event in _events(delta):
-                        yield event
-            message = merge_deltas(deltas)
+                    yield delta  # the parser's deltas are the stream's events
+            parsed = merge_deltas(deltas)
+            message = parsed.to_openai()
             step = AgentStep(
                 prompt,
                 message,
@@ -141,7 +141,7 @@ class Agent:
                 trailing_text=parser.trailing_text or "",
             )
             steps.append(step)
-            calls = message.get("tool_calls") or []
+            calls = list(parsed.tool_calls)
             if not calls:
                 history.append(message)
                 finish = "length" if parser.finish_reason == "length" else "stop"
@@ -149,9 +149,9 @@ class Agent:
             # A well-formed call of an unknown tool is run like any other call: the executor
             # answers it with the list of tools. Only calls that did not parse are malformed.
             calls = [_unflag_unknown(c) for c in calls]
-            invalid = [c for c in calls if "error" in c]
+            invalid = [c for c in calls if c.error is not None]
             if not invalid:
-                message = {**message, "tool_calls": calls}
+                message = {**message, "tool_calls": [call_dict(c) for c in calls]}
                 history.append(message)
                 async for event in self._run_calls(calls, step, history):
                     yield event
@@ -166,7 +166,7 @@ class Agent:
             invalid_before |= keys
             feedback = [_invalid_feedback(c) for c in invalid]
             for call, text in zip(invalid, feedback):
-                result = ToolResult(call["id"], _name_and_arguments(call)[0], text, error=True)
+                result = ToolResult(call.id, _name_and_arguments(call)[0], text, error=True)
                 step.observations.append(result)
                 yield result
             if len(invalid) < len(calls):
@@ -226,12 +226,12 @@ class Agent:
 
     # ------------------------------------------------------------------ tools
     async def _run_calls(
-        self, calls: list[dict[str, Any]], step: AgentStep, history: list[dict[str, Any]]
+        self, calls: list[ParsedToolCall], step: AgentStep, history: list[dict[str, Any]]
     ) -> AsyncIterator[AgentEvent]:
         jobs = []
         for call in calls:
             name, arguments = _name_and_arguments(call)
-            yield ToolStart(call["id"], name, arguments)
+            yield ToolStart(call.id, name, arguments)
             jobs.append(self._run_call(call, name, arguments))
         for result in await asyncio.gather(*jobs):
             step.observations.append(result)
@@ -245,16 +245,16 @@ class Agent:
             )
             yield result
 
-    async def _run_call(self, call: dict[str, Any], name: str, arguments: Any) -> ToolResult:
-        if call.get("type") == "code_interpreter" or (not self.native_code and name == "python"):
+    async def _run_call(self, call: ParsedToolCall, name: str, arguments: Any) -> ToolResult:
+        if call.code or (not self.native_code and name == "python"):
             if self.interpreter is None:
-                return ToolResult(call["id"], name, "Error: no code interpreter is available", True)
+                return ToolResult(call.id, name, "Error: no code interpreter is available", True)
             code = arguments if isinstance(arguments, str) else (arguments or {}).get("code")
             if not isinstance(code, str):
-                return ToolResult(call["id"], name, "Error: the call has no code", True)
+                return ToolResult(call.id, name, "Error: the call has no code", True)
             run = await self.interpreter.arun(code)
-            return ToolResult(call["id"], name, run.text, not run.ok, tuple(run.images))
-        outcome = await self.executor.run_one(call["id"], name, arguments)
+            return ToolResult(call.id, name, run.text, not run.ok, tuple(run.images))
+        outcome = await self.executor.run_one(call.id, name, arguments)
         return ToolResult(outcome.call_id, name, outcome.content, outcome.error)
 
 
@@ -270,55 +270,33 @@ def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict
     ]
 
 
-def _events(delta: Mapping[str, Any]) -> Iterator[AgentEvent]:
-    if delta.get("content"):
-        yield TextDelta(delta["content"])
-    if delta.get("reasoning_content"):
-        yield ReasoningDelta(delta["reasoning_content"])
-    for entry in delta.get("tool_calls") or ():
-        if "code_interpreter" in entry:
-            yield ToolCallDelta(
-                entry["index"],
-                entry["code_interpreter"].get("input", ""),
-                entry.get("id"),
-                "code_interpreter" if "id" in entry else None,
-                code=True,
-            )
-        elif "function" in entry:
-            fn = entry["function"]
-            yield ToolCallDelta(
-                entry["index"], fn.get("arguments", ""), entry.get("id"), fn.get("name")
-            )
-
-
-def _name_and_arguments(call: Mapping[str, Any]) -> tuple[str, Any]:
-    if call.get("type") == "code_interpreter":
-        return "code_interpreter", call["code_interpreter"]["input"]
-    fn = call["function"]
+def _name_and_arguments(call: ParsedToolCall) -> tuple[str, Any]:
+    if call.code:
+        return CODE_INTERPRETER, call.arguments
     try:
-        arguments = json.loads(fn["arguments"]) if fn["arguments"] else {}
+        arguments = json.loads(call.arguments) if call.arguments else {}
     except ValueError:
-        arguments = fn["arguments"]
-    return fn["name"], arguments
+        arguments = call.arguments
+    return call.name, arguments
 
 
-def _call_key(call: Mapping[str, Any]) -> str:
+def _call_key(call: ParsedToolCall) -> str:
     name, arguments = _name_and_arguments(call)
     return f"{name}\x00{arguments}"
 
 
-def _unflag_unknown(call: dict[str, Any]) -> dict[str, Any]:
+def _unflag_unknown(call: ParsedToolCall) -> ParsedToolCall:
     """A call flagged only for naming an unknown tool, without the flag."""
-    if str(call.get("error", "")).startswith("unknown tool"):
-        return {k: v for k, v in call.items() if k != "error"}
+    if (call.error or "").startswith("unknown tool"):
+        return replace(call, error=None)
     return call
 
 
-def _invalid_feedback(call: Mapping[str, Any]) -> str:
+def _invalid_feedback(call: ParsedToolCall) -> str:
     """What the model is told about a malformed call (it was not run)."""
     name, arguments = _name_and_arguments(call)
     shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
     return (
-        f"Error: your call of {name or 'a tool'!r} was not run: {call['error']}. "
+        f"Error: your call of {name or 'a tool'!r} was not run: {call.error}. "
         f"It was written as: {shown}. Write a valid call, or answer without the tool."
     )

@@ -115,6 +115,7 @@ def register(app: typer.Typer) -> None:
         line (the command line's shared error policy, ``commands._shared.guarded``).
         """
         from ..parsing import StreamParser, parse
+        from ..parsing.openai_wire import delta_dicts
 
         text = _read_text(file, "output file")
         tool_list = _read_tools(tools) if tools is not None else None
@@ -124,7 +125,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(
                 _line(
                     {
-                        "message": msg,
+                        "message": msg.to_openai(),
                         "finish_reason": msg.finish_reason,
                         "trailing_text": msg.trailing_text,
                     }
@@ -133,8 +134,8 @@ def register(app: typer.Typer) -> None:
             return
         sp = StreamParser(template, tools=tool_list, **opts)
         for start in range(0, len(text), chunk_size):
-            for delta in sp.feed(text[start : start + chunk_size]):
+            for delta in delta_dicts(sp.feed(text[start : start + chunk_size])):
                 typer.echo(_line(delta))
-        for delta in sp.finish(truncated=truncated):
+        for delta in delta_dicts(sp.finish(truncated=truncated)):
             typer.echo(_line(delta))
         typer.echo(_line({"finish_reason": sp.finish_reason, "trailing_text": sp.trailing_text}))

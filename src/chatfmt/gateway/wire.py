@@ -1,7 +1,8 @@
 """OpenAI's wire shapes: parser deltas as clients get them, and the objects that carry them.
 
 The one place where the parser's deltas become what is sent (``chat.completion``,
-``chat.completion.chunk`` as server-sent events): chatfmt's own flags are removed here.
+``chat.completion.chunk`` as server-sent events), with the shapes of
+:mod:`chatfmt.parsing.openai_wire`: chatfmt's own flags are removed here.
 """
 
 from __future__ import annotations
@@ -9,18 +10,18 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from ..parsing import merge_deltas
-from ..turn import Delta
+from ..parsing import Delta, merge_deltas
+from ..parsing.openai_wire import delta_dict, message_dict
 
 
 def completion_id() -> str:
     return "chatcmpl-" + secrets.token_hex(12)
 
 
-def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
+def wire_delta(delta: Delta, max_calls: int | None = None) -> dict[str, Any] | None:
     """A parser delta as sent to clients (``None`` if nothing is left of it).
 
     chatfmt's ``error`` flags are removed: an invalid call (arguments that are not a JSON
@@ -28,33 +29,12 @@ def wire_delta(delta: Delta, max_calls: int | None = None) -> Delta | None:
     as with any OpenAI model. Calls from index ``max_calls`` on are dropped
     (``parallel_tool_calls: false``).
     """
-    calls = delta.get("tool_calls")
-    if not calls:
-        return delta
-    kept = []
-    for entry in calls:
-        if max_calls is not None and entry["index"] >= max_calls:
-            continue
-        clean = {k: v for k, v in entry.items() if k != "error"}
-        if len(clean) > 1:  # more than the index
-            kept.append(clean)
-    out = {k: v for k, v in delta.items() if k != "tool_calls"}
-    if kept:
-        out["tool_calls"] = kept
-    return out or None
-
-
-def wire_deltas(deltas: Iterable[Delta], max_calls: int | None = None) -> Iterator[Delta]:
-    """The deltas left to send of ``deltas`` (see :func:`wire_delta`)."""
-    for delta in deltas:
-        out = wire_delta(delta, max_calls)
-        if out is not None:
-            yield out
+    return delta_dict(delta, errors=False, max_calls=max_calls)
 
 
 def wire_message(deltas: Iterable[Delta], max_calls: int | None = None) -> dict[str, Any]:
     """The assistant message of a whole reply, as sent to clients (see :func:`wire_delta`)."""
-    return merge_deltas(wire_deltas(deltas, max_calls))
+    return message_dict(merge_deltas(deltas), errors=False, max_calls=max_calls)
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -110,7 +90,7 @@ class ChunkWriter:
             "model": model,
         }
 
-    def delta(self, delta: Delta, finish_reason: str | None = None) -> bytes:
+    def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         """One chunk carrying ``delta`` (and the finish reason of the last one)."""
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return sse({**self.head, "choices": [choice]})

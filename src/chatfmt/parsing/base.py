@@ -1,11 +1,11 @@
-"""The incremental parsing framework: deltas, the emitter, parser registry, ``StreamParser``, ``parse``.
+"""The incremental parsing framework: the emitter, parser registry, ``StreamParser``, ``parse``.
 
 Every family parser is an explicit state machine over a small buffer of
 not-yet-decided text. ``feed`` appends a chunk and runs the machine as far as the
-text decides; ``finish`` closes it. Deltas have the shape of an OpenAI
-``chat.completion.chunk`` choice delta. :func:`parse` is the stream parser fed
-once, and :func:`merge_deltas` folds deltas into an assistant message, so a
-stream and a whole parse give the same message by construction.
+text decides; ``finish`` closes it. Both return typed deltas (:mod:`.deltas`).
+:func:`parse` is the stream parser fed once, and :func:`merge_deltas` folds deltas
+into a :class:`ParsedMessage`, so a stream and a whole parse give the same message
+by construction.
 """
 
 from __future__ import annotations
@@ -17,21 +17,32 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from ..api import get_template
 from ..errors import ChatFmtError, ParseError
 from ..registry import REGISTRY
 from ..requests import FromTemplate, ParseRequest
 from ..template import Template
+from .deltas import (
+    CODE_INTERPRETER,
+    ContentDelta,
+    Delta,
+    FinishReason,
+    ParsedMessage,
+    ReasoningDelta,
+    ToolCallDelta,
+    call_delta,
+    content_delta,
+    merge_deltas,
+    reasoning_delta,
+)
 from .end_of_turn import EndOfTurn
 from .markers import MarkerSet
 from .special import SpecialTokens
 from .tables import ParserTable
 
-Delta = dict[str, Any]
 IdFactory = Callable[[int], str]
-FinishReason = Literal["stop", "tool_calls", "length"]
 
 _ALNUM = string.ascii_letters + string.digits
 
@@ -47,12 +58,13 @@ def mistral_call_id(_index: int) -> str:
 
 
 class Emitter:
-    """Collects the deltas of one ``feed``; neighbouring text deltas are merged.
+    """Collects the deltas of one ``feed``; neighbouring text of one kind makes one delta.
 
-    Content that is only whitespace is held back until other content follows: it
+    Deltas are frozen: text that continues the last delta replaces it with a longer
+    one. Content that is only whitespace is held back until other content follows: it
     is content then, or at :meth:`end` when the message has no tool calls (the
-    whitespace around calls is not content, see :func:`merge_deltas`), so the
-    content deltas always add up to the message's ``content``.
+    whitespace around calls is not content, see :func:`merge_deltas`), so the content
+    deltas always add up to the message's ``content``.
     """
 
     __slots__ = ("_args", "_blank", "_texted", "_tools", "calls", "deltas", "id_factory")
@@ -67,6 +79,7 @@ class Emitter:
         self._texted = False  # whether content other than whitespace was emitted
 
     def take(self) -> list[Delta]:
+        """The deltas emitted since the last call."""
         out, self.deltas = self.deltas, []
         return out
 
@@ -76,14 +89,14 @@ class Emitter:
             return None
         return self._tools.get(name)
 
-    def _text(self, key: str, text: str) -> None:
-        if not text:
-            return
-        last = self.deltas[-1] if self.deltas else None
-        if last is not None and len(last) == 1 and key in last:
-            last[key] += text
-        else:
-            self.deltas.append({key: text})
+    def _content(self, text: str) -> None:
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if type(last) is ContentDelta:
+                deltas[-1] = content_delta(last.text + text)
+                return
+        deltas.append(content_delta(text))
 
     def content(self, text: str) -> None:
         if not self._texted:
@@ -92,16 +105,25 @@ class Emitter:
                 return
             if text:
                 text, self._blank, self._texted = self._blank + text, "", True
-        self._text("content", text)
+        if text:
+            self._content(text)
 
     def end(self) -> None:
         """End of stream: held whitespace is content only if there are no tool calls."""
         if self._blank and not self.calls:
-            self._text("content", self._blank)
+            self._content(self._blank)
         self._blank = ""
 
     def reasoning(self, text: str) -> None:
-        self._text("reasoning_content", text)
+        if not text:
+            return
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if type(last) is ReasoningDelta:
+                deltas[-1] = reasoning_delta(last.text + text)
+                return
+        deltas.append(reasoning_delta(text))
 
     def start_call(
         self, name: str, *, code: bool = False, error: str | None = None, call_id: str | None = None
@@ -109,51 +131,68 @@ class Emitter:
         """Open a tool call; returns its index. Unknown names (when tools were given) are flagged.
 
         ``call_id`` is the id the model wrote for the call (Kimi's ``functions.NAME:IDX``),
-        else one is made by the id factory.
+        else one is made by the id factory. Code-interpreter calls (``code=True``) are
+        named ``"code_interpreter"``.
         """
         index = self.calls
         self.calls += 1
-        entry: dict[str, Any] = {"index": index, "id": call_id or self.id_factory(index)}
+        call_id = call_id or self.id_factory(index)
         if code:
-            entry["type"] = "code_interpreter"
-            entry["code_interpreter"] = {"input": ""}
+            name = CODE_INTERPRETER
         else:
-            entry["type"] = "function"
-            entry["function"] = {"name": name, "arguments": ""}
             if error is None and self._tools is not None and name not in self._tools:
                 error = f"unknown tool {name!r}"
             self._args[index] = []
-        if error is not None:
-            entry["error"] = error
-        self.deltas.append({"tool_calls": [entry]})
+        if error is None:
+            self.deltas.append(call_delta(index, "", call_id, name, code))
+        else:
+            self.deltas.append(ToolCallDelta(index, "", call_id, name, code, error))
         return index
 
-    def _call_text(self, index: int, field: str, sub: str, text: str) -> None:
+    def _call_text(self, index: int, code: bool, text: str) -> None:
         if not text:
             return
-        last = self.deltas[-1] if self.deltas else None
-        if last is not None and "tool_calls" in last:
-            entry = last["tool_calls"][-1]
-            if entry["index"] == index and field in entry and "error" not in entry:
-                entry[field][sub] += text
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if (
+                type(last) is ToolCallDelta
+                and last.index == index
+                and last.code is code
+                and last.error is None
+            ):
+                deltas[-1] = call_delta(index, last.text + text, last.id, last.name, code)
                 return
-        self.deltas.append({"tool_calls": [{"index": index, field: {sub: text}}]})
+        deltas.append(call_delta(index, text, None, None, code))
 
     def args(self, index: int, text: str) -> None:
         """Append raw argument text of call ``index``."""
         self._args[index].append(text)
-        self._call_text(index, "function", "arguments", text)
+        if not text:
+            return
+        deltas = self.deltas
+        if deltas:
+            last = deltas[-1]
+            if (
+                type(last) is ToolCallDelta
+                and last.index == index
+                and not last.code
+                and last.error is None
+            ):
+                deltas[-1] = call_delta(index, last.text + text, last.id, last.name, False)
+                return
+        deltas.append(call_delta(index, text, None, None, False))
 
     def code(self, index: int, text: str) -> None:
         """Append code of code-interpreter call ``index``."""
-        self._call_text(index, "code_interpreter", "input", text)
+        self._call_text(index, True, text)
 
     def arguments_text(self, index: int) -> str:
         return "".join(self._args.get(index, ()))
 
     def fail(self, index: int, reason: str) -> None:
         """Flag call ``index`` invalid (its text so far stays its arguments)."""
-        self.deltas.append({"tool_calls": [{"index": index, "error": reason}]})
+        self.deltas.append(ToolCallDelta(index, error=reason))
 
     def check_arguments(self, index: int) -> None:
         """At the end of a call: its arguments must be a JSON object, else flag it."""
@@ -168,96 +207,6 @@ class Emitter:
             return
         if not isinstance(value, dict):
             self.fail(index, "arguments are not a JSON object")
-
-
-def merge_deltas(deltas: Iterable[Delta]) -> dict[str, Any]:
-    """Fold stream deltas into one OpenAI assistant message.
-
-    ``content`` is the concatenated content (``None`` when there is none, or when
-    it is only whitespace next to tool calls); ``reasoning_content`` and
-    ``tool_calls`` appear when present. An invalid tool call keeps its raw text as
-    arguments and carries ``"error"``.
-    """
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    pieces: dict[int, list[str]] = {}  # argument / code text per call, joined once at the end
-    for delta in deltas:
-        if delta.get("content"):
-            content.append(delta["content"])
-        if delta.get("reasoning_content"):
-            reasoning.append(delta["reasoning_content"])
-        for entry in delta.get("tool_calls") or ():
-            index = entry["index"]
-            call = calls.get(index)
-            if call is None:
-                call = calls[index] = {"id": entry.get("id"), "type": entry.get("type", "function")}
-                pieces[index] = []
-            if "function" in entry:
-                fn = entry["function"]
-                if fn.get("name"):
-                    call["name"] = fn["name"]
-                pieces[index].append(fn.get("arguments") or "")
-            if "code_interpreter" in entry:
-                pieces[index].append(entry["code_interpreter"].get("input") or "")
-            if "error" in entry:
-                call["error"] = entry["error"]
-    for index, call in calls.items():
-        text = "".join(pieces[index])
-        if call["type"] == "code_interpreter":
-            call["code_interpreter"] = {"input": text}
-        else:
-            call["function"] = {"name": call.pop("name", ""), "arguments": text}
-        if "error" in call:
-            call["error"] = call.pop("error")  # keep "error" last
-    text = "".join(content)
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if not text or (calls and not text.strip()):
-        message["content"] = None
-    if reasoning:
-        message["reasoning_content"] = "".join(reasoning)
-    if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    return message
-
-
-class ParsedMessage(dict[str, Any]):
-    """An OpenAI assistant message (a plain ``dict``) with how the output ended.
-
-    ``finish_reason``: ``"length"`` when the caller said the output was cut off
-    (``truncated=True``) and no end-of-turn marker was seen, else ``"tool_calls"``
-    when the message has tool calls, else ``"stop"``. ``trailing_text``: what the
-    model wrote after its end-of-turn marker (``""`` when nothing) — never
-    content. Both are read-only; ``==`` compares the message only.
-    """
-
-    __slots__ = ("_finish_reason", "_trailing_text")
-
-    def __init__(
-        self, message: Mapping[str, Any], finish_reason: FinishReason, trailing_text: str = ""
-    ) -> None:
-        super().__init__(message)
-        self._finish_reason: FinishReason = finish_reason
-        self._trailing_text = trailing_text
-
-    @property
-    def finish_reason(self) -> FinishReason:
-        """``"stop"``, ``"tool_calls"`` or ``"length"`` (see class doc)."""
-        return self._finish_reason
-
-    @property
-    def trailing_text(self) -> str:
-        """Text after the end-of-turn marker (``""`` when none)."""
-        return self._trailing_text
-
-    def __repr__(self) -> str:
-        return (
-            f"ParsedMessage({dict.__repr__(self)}, finish_reason={self._finish_reason!r}, "
-            f"trailing_text={self._trailing_text!r})"
-        )
-
-    def __reduce__(self) -> Any:
-        return (ParsedMessage, (dict(self), self._finish_reason, self._trailing_text))
 
 
 #: JSON's whitespace, which every parser skips between tokens.
@@ -626,6 +575,10 @@ def _after_end_of_turn(tpl: Any, tpl_opts: Mapping[str, Any], words: Sequence[st
 class StreamParser:
     """Parse model output as it streams: ``feed(chunk) -> deltas``, then ``finish()``.
 
+    Deltas are typed (:class:`ContentDelta`, :class:`ReasoningDelta`,
+    :class:`ToolCallDelta`); :func:`~chatfmt.parsing.openai_wire.delta_dict` gives
+    the ``chat.completion.chunk`` delta of one.
+
     ``template`` is a template (object, name, alias, model id, path or source: its
     ``tool_parser`` and ``reasoning_parser`` choose the parsers) or a parser name such
     as ``"hermes"``. The parser options are a :class:`~chatfmt.ParseRequest`, given as
@@ -696,7 +649,9 @@ class StreamParser:
             self._parser.feed(turn)
         if self.budget.active:
             self.budget.prune(min(end.low_water(), self._parser.low_water()))
-        return self.out.take()
+        out = self.out
+        deltas, out.deltas = out.deltas, []  # out.take(), inline: once per chunk
+        return deltas
 
     def finish(self, truncated: bool = False) -> list[Delta]:
         """End of stream: release held-back text, close or flag open calls, set :attr:`finish_reason`.
@@ -769,14 +724,14 @@ def parse(
     The same as feeding ``text`` (and ``token_ids``, its ids, if given) to a
     :class:`StreamParser` at once and merging the deltas (:func:`merge_deltas`);
     ``request`` and the keywords are those of :class:`StreamParser`.
-    The result is a ``dict`` (the message) with ``finish_reason`` and
-    ``trailing_text`` attributes (see :class:`ParsedMessage`); ``truncated=True``
-    says generation hit its token limit.
+    The result is a :class:`ParsedMessage`: it reads as the OpenAI message
+    (``msg["content"]``, ``dict(msg)``, ``msg.to_openai()``) and has typed fields,
+    ``finish_reason`` and ``trailing_text``; ``truncated=True`` says generation hit
+    its token limit.
     """
     if not isinstance(text, str):
         raise ParseError(f"parse() takes the model output as a str, got {type(text).__name__}")
     sp = StreamParser(template, request=request, **kwargs)
     deltas = sp.feed(text, token_ids=token_ids)
     deltas += sp.finish(truncated=truncated)
-    assert sp.finish_reason is not None
-    return ParsedMessage(merge_deltas(deltas), sp.finish_reason, sp.trailing_text)
+    return merge_deltas(deltas, finish_reason=sp.finish_reason, trailing_text=sp.trailing_text)
