@@ -174,10 +174,9 @@ def test_declared_tool_call_formats_describe_the_family_templates(
     """Each template using the parser writes its calls in a declared form, with the declared
     markers in order, the official Jinja derives to a declared form, and the parser reads
     the native rendering back."""
-    from chatfmt.parsing import derive_parser, derived
+    from chatfmt.parsing import derive_parser
     from chatfmt.parsing.derived_probe import PROBE_ARGS, PROBE_NAME
 
-    derived._CACHE.clear()  # derive afresh: another test may have derived the same source
     templates = _templates_of(parser)
     assert templates, f"no template uses {parser.name}"
     derived_any = False

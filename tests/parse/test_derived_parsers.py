@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib.util
 import json
 import re
@@ -471,6 +473,36 @@ def test_derivation_is_cached_and_kept_out_of_the_registry() -> None:
     assert "derived:" not in str(err.value)
     # options are part of the key: thinking off derives again (and finds the same format)
     assert derive_parser(tpl, enable_thinking=False).encoding == first.encoding
+
+
+def _calls_read(fmt: DerivedFormat) -> DerivedFormat:
+    """The derived format without its label (the label names whichever object derived first)."""
+    return dataclasses.replace(fmt, template="")
+
+
+@pytest.mark.parametrize("name", ["functionary-v3.1", "gigachat3"])
+def test_derivation_does_not_depend_on_what_ran_before(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template derives the same parser in a fresh process and after other work: deriving a
+    plain Jinja copy of its source (same variables, other stop words), deriving other
+    templates and rendering other conversations through it first change nothing."""
+    from chatfmt.parsing import derived
+
+    packaged = chatfmt.get_template(name)
+    monkeypatch.setattr(derived, "_CACHE", {})
+    fresh = _calls_read(derive_parser(packaged))
+
+    monkeypatch.setattr(derived, "_CACHE", {})
+    plain = JinjaTemplate(packaged.jinja_source, variables=packaged.variables)
+    with contextlib.suppress(ParseError):  # without the template's stop words it may not derive
+        derive_parser(plain)
+    derive_parser(official("Qwen-Qwen3-0.6B.jinja"))
+    again = chatfmt.get_template(name)
+    for conversation in (HISTORY, [*HISTORY, {"role": "user", "content": "more"}]):
+        with contextlib.suppress(chatfmt.ChatFmtError):
+            again.render(conversation, add_generation_prompt=True, tools=TOOLS)
+    assert _calls_read(derive_parser(again)) == fresh
 
 
 def test_recognized_and_packaged_templates_keep_their_parsers() -> None:

@@ -115,8 +115,13 @@ def _derive(template: Any, opts: Mapping[str, Any]) -> _Derived:
         raise ParseError(
             f"template {getattr(template, 'name', template)!r} has no Jinja source to derive a parser from"
         )
+    # What the derivation reads from the template object is part of the key: besides source,
+    # variables and options, a template's own stop words (where a turn is cut) and control
+    # tokens (given to the machines). Two objects of one source that differ in these derive
+    # separately, whichever derives first (only the label in ``fmt.template`` is the first's).
+    own = (tuple(tpl.generation_config.stop_words), tuple(tpl.control_tokens))
     try:
-        key: Any = (tpl.sha256, _freeze(dict(tpl.variables)), _freeze(dict(opts)))
+        key: Any = (tpl.sha256, _freeze(dict(tpl.variables)), _freeze(dict(opts)), own)
     except TypeError:  # an option value that cannot be a key: derived each time
         key = (tpl.sha256, id(opts))
     found = _CACHE.get(key)
@@ -189,7 +194,8 @@ def derive_parser(template: Any, **options: Any) -> DerivedFormat:
     """What the parser derived from ``template`` (a Jinja template, name or path) reads.
 
     Raises :class:`ParseError` naming the template when its tool calls cannot be
-    classified. Cached per source, variables and ``options`` (template options).
+    classified. Cached per source, variables, ``options`` (template options) and what the
+    template object adds: its stop words and control tokens.
     """
     from ..api import get_template
 
