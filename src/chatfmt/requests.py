@@ -146,7 +146,12 @@ class _KeywordRequest:
         """Validate the fields among ``names`` (``options`` is replaced by a read-only copy)."""
 
 
-_RENDER_FLAGS = ("add_generation_prompt", "continue_final_message", "sequence_start")
+_RENDER_FLAGS = (
+    "add_generation_prompt",
+    "continue_final_message",
+    "sequence_start",
+    "strict_history",
+)
 _RENDER_KEYWORDS = frozenset(("tools", *_RENDER_FLAGS, "now"))
 
 
@@ -158,8 +163,12 @@ class RenderRequest(_KeywordRequest):
     assistant's opening. ``continue_final_message``: leave the final message open (the
     generation prompt is then dropped). ``sequence_start=False``: render only what the
     messages add after an earlier, answered turn. ``now``: the date for templates that
-    print one (a ``date``, ``datetime`` or ISO string). ``options``: the template's own
-    variables (e.g. ``enable_thinking``), checked by the template when it renders.
+    print one (a ``date``, ``datetime`` or ISO string). ``strict_history=True``: an
+    assistant message the official template cannot write whole (text beside tool calls
+    where it keeps only one) is refused, as the official bytes would lose it; by default
+    it is written the way the model writes it (see docs/rendering.md, *Replies render
+    back as the model wrote them*). ``options``: the template's own variables (e.g.
+    ``enable_thinking``), checked by the template when it renders.
 
     ``chatfmt.render(messages, template, **kw)`` and every other render path take these
     fields as keywords (any other keyword is a template option) or ``request=`` (with
@@ -176,6 +185,7 @@ class RenderRequest(_KeywordRequest):
     sequence_start: bool = True
     now: _dt.date | _dt.datetime | str | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY)
+    strict_history: bool = False
 
     def _check(self, names: Iterable[str]) -> None:
         for name in names:
@@ -202,6 +212,7 @@ class RenderRequest(_KeywordRequest):
                 self.sequence_start,
                 self.now,
                 dict(self.options),
+                self.strict_history,
             ),
         )
 

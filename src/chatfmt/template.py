@@ -33,7 +33,7 @@ class RenderContext:
     bookkeeping.
     """
 
-    __slots__ = ("_now", "add_generation_prompt", "builder", "options")
+    __slots__ = ("_now", "add_generation_prompt", "builder", "options", "strict_history")
 
     def __init__(
         self,
@@ -41,8 +41,11 @@ class RenderContext:
         now: _dt.date | _dt.datetime | str | None = None,
         options: Mapping[str, Any] | None = None,
         text_only: bool = False,
+        strict_history: bool = False,
     ) -> None:
         self.add_generation_prompt = add_generation_prompt
+        #: Refuse what the official template cannot write whole (see :func:`text_beside_calls`).
+        self.strict_history = strict_history
         self.options: Mapping[str, Any] = options if options is not None else {}
         self._now = None if now is None else parse_now(now)
         self.builder: type[SegmentBuilder] = TextSink if text_only else SegmentBuilder
@@ -183,7 +186,9 @@ class Template(ABC):
                     if isinstance(messages, Sequence)
                     else Conversation(conv.messages[:-1], conv.tools)
                 )
-                gen_ctx = RenderContext(True, ctx.datetime, ctx.options)
+                gen_ctx = RenderContext(
+                    True, ctx.datetime, ctx.options, strict_history=ctx.strict_history
+                )
                 return self._render_segments(head, tools, gen_ctx, sequence_start)[1]
             segs = truncate_after_content(segs, last.index)
         return segs
@@ -232,12 +237,12 @@ class Template(ABC):
             if add_generation_prompt is None
             else add_generation_prompt
         )
-        options = request.options
+        options, strict = request.options, request.strict_history
         if not options:
-            return RenderContext(add_gen, request.now, self.default_options, text_only)
+            return RenderContext(add_gen, request.now, self.default_options, text_only, strict)
         self.check_options(options)
         merged = {**self.default_options, **options}
-        return RenderContext(add_gen, request.now, merged, text_only)
+        return RenderContext(add_gen, request.now, merged, text_only, strict)
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
@@ -338,6 +343,30 @@ def refuse_text_with_calls(
             index=m.index,
             field=dropped,
         )
+
+
+def text_beside_calls(
+    template: str,
+    m: Message,
+    ctx: RenderContext,
+    *,
+    dropped: str = "tool_calls",
+    trimmed: bool = False,
+) -> bool:
+    """Whether ``m`` has text beside its tool calls that the official template would not write.
+
+    Such a message is what a parser gives for a reply with text before its calls (Llama 3.1
+    and Mistral write this constantly). By default the template then writes it the way the
+    model writes it: the text as given, right before the calls as the template writes them
+    (the form the template's parser reads back), and this returns True. With
+    ``ctx.strict_history`` it is refused instead (:func:`refuse_text_with_calls`: only the
+    official bytes, or an error). ``dropped`` and ``trimmed`` as there.
+    """
+    if not m.tool_calls or not m.content or (trimmed and m.content.isspace()):
+        return False
+    if ctx.strict_history:
+        refuse_text_with_calls(template, m, dropped=dropped, trimmed=trimmed)
+    return True
 
 
 def refuse_system_without_user(

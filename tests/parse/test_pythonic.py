@@ -256,10 +256,11 @@ def test_python_literal_reads_literals(src: str, value: Any) -> None:
 
 def test_name_streams_first_then_each_argument() -> None:
     sp = StreamParser("pythonic", id_factory=call_ids)
-    assert wire(sp.feed("Sure. [get_weather(")) == [{"content": "Sure. "}]
+    assert wire(sp.feed("Sure. [get_weather(")) == [{"content": "Sure."}]  # " ": held
     assert sp.feed("city") == []  # a key or a positional name: undecided
     head = wire(sp.feed("='"))
-    assert head[0]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
+    assert head[0] == {"content": " "}  # the held whitespace, content: no template separator
+    assert head[1]["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": ""}
     assert sp.feed("Paris'") == []  # the value may still go on
     assert wire(sp.feed(", days=2")) == [
         {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Paris"'}}]}

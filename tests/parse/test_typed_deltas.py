@@ -30,7 +30,8 @@ def test_stream_deltas_are_typed_and_frozen() -> None:
     deltas = stream_deltas(["<think>hm</think>Sure. ", CALL], "qwen3", id_factory=call_ids)
     assert deltas == [
         ReasoningDelta("hm"),
-        ContentDelta("Sure. "),
+        ContentDelta("Sure."),
+        ContentDelta(" "),  # trailing whitespace is held until what follows decides
         ToolCallDelta(0, '{"city": "Paris"}', "call_0", "get_weather"),
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -41,7 +42,8 @@ def test_stream_deltas_are_typed_and_frozen() -> None:
 def test_wire_shapes_of_deltas() -> None:
     deltas = stream_deltas(["Sure. ", CALL[:40], CALL[40:]], "qwen2.5", id_factory=call_ids)
     assert wire(deltas) == [
-        {"content": "Sure. "},
+        {"content": "Sure."},
+        {"content": " "},  # held until what follows decides: not Qwen's separator, so content
         {
             "tool_calls": [
                 {

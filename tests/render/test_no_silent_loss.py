@@ -399,6 +399,9 @@ def test_every_template_renders_or_refuses_with_index_and_field(
     template = chatfmt.get_template(name)
     switches = switch_options(template)
     options = {key: data.draw(st.booleans(), label=key) for key in switches}
+    # strict_history: the official bytes or an error (by default text beside tool calls that
+    # the official template would drop is written as the model writes it)
+    options["strict_history"] = data.draw(st.booleans(), label="strict_history")
     check_no_silent_loss(template, case, options)
 
 
@@ -493,13 +496,18 @@ WEATHER_TOOL = {
 def test_text_beside_a_tool_call_is_refused_where_the_official_template_drops_it(
     name: str,
 ) -> None:
-    """examples/function_call_internlm2.json lost its text with exit 0 (issue 11)."""
+    """examples/function_call_internlm2.json lost its text with exit 0 (issue 11). With
+    ``strict_history=True`` it is refused; by default it is written as the model writes it,
+    right before the call (tests/render/test_reply_history.py)."""
     tpl = chatfmt.get_template(name)
     msgs = TEXT_BESIDE_CALL if not name.startswith("mistral-v3") else TEXT_BESIDE_CALL[1:]
     shift = len(TEXT_BESIDE_CALL) - len(msgs)
     with pytest.raises(UnsupportedFeatureError) as err:
-        tpl.render(msgs, tools=[WEATHER_TOOL])
+        tpl.render(msgs, tools=[WEATHER_TOOL], strict_history=True)
     assert (err.value.index, err.value.field) == (2 - shift, "content")
+    out = tpl.render(msgs, tools=[WEATHER_TOOL])
+    text = msgs[2 - shift]["content"]
+    assert "get_current_weather" in out[out.index(text) :]  # the call follows the text
     # The documented way: the text as its own message and the call with content null.
     split = [
         *msgs[: 2 - shift],

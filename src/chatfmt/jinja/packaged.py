@@ -24,7 +24,7 @@ from ..errors import TemplateError, UnsupportedFeatureError
 from ..protocol import Conversation
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
-from .inputs import Dialect, Prepared
+from .inputs import Dialect, Prepared, prepare
 from .recognize import fingerprint, official_source
 from .template import JinjaTemplate
 from .trace import TurnInfo
@@ -58,6 +58,7 @@ class PackagedTemplate(JinjaTemplate):
         generation: GenerationConfig | None = None,
         variables: Mapping[str, Any] | None = None,
         description: str = "",
+        text_beside_calls: Mapping[str, Any] | None = None,
     ) -> None:
         source = official_source(file)
         if source is None:
@@ -69,6 +70,10 @@ class PackagedTemplate(JinjaTemplate):
         self.model_patterns = model_patterns
         self.set_parsers(tool_parser, reasoning_parser, tool_name=tool_parser_name)
         self._generation = generation
+        #: How the model writes text beside its tool calls, where the official file drops
+        #: the text: as an assistant message of its own (with these extra fields, e.g.
+        #: ``{"end_turn": False}``) right before the calls. ``None``: refused.
+        self.text_beside_calls = text_beside_calls
         if description:
             self.description = description
         self._init_args: dict[str, Any] = {
@@ -82,6 +87,7 @@ class PackagedTemplate(JinjaTemplate):
             "generation": generation,
             "variables": dict(variables or {}),
             "description": description,
+            "text_beside_calls": text_beside_calls,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -106,6 +112,33 @@ class PackagedTemplate(JinjaTemplate):
             probed = tuple(m for m in info.end_of_turn if m not in declared)
             return dataclasses.replace(info, end_of_turn=declared, fallback_end_of_turn=probed)
         return info
+
+    def _history_form(
+        self, prep: Prepared, strict: bool
+    ) -> tuple[Prepared, tuple[int, ...] | None]:
+        """Unless ``strict``: each assistant message with text beside its tool calls, which
+        the official file would drop, as the model writes it (:attr:`text_beside_calls`): its
+        text (and reasoning) as an assistant message of its own, then the calls."""
+        extra = self.text_beside_calls
+        split = [
+            m.index
+            for m in prep.conv.messages
+            if m.role == "assistant" and m.tool_calls and (m.content or "").strip()
+        ]
+        if strict or extra is None or not split:
+            return prep, None
+        raw: list[dict[str, Any]] = []
+        origin: list[int] = []
+        for i, m in enumerate(prep.raw):
+            if i in split:
+                said = {k: v for k, v in m.items() if k not in ("tool_calls", "tool_call_id")}
+                calls = {k: v for k, v in m.items() if k not in ("reasoning_content", "reasoning")}
+                raw += [{**said, **extra}, {**calls, "content": None}]
+                origin += [i, i]
+            else:
+                raw.append(m)
+                origin.append(i)
+        return prepare(raw, prep.tools), tuple(origin)
 
     def _render_plain(
         self,

@@ -151,6 +151,7 @@ class RecognizedTemplate(Template):
             ctx.datetime,
             {**tpl.default_options, **opts},
             text_only=ctx.builder is TextSink,
+            strict_history=ctx.strict_history,
         )
         return tpl.render_conversation(conv, sub)
 

@@ -7,7 +7,8 @@ import hashlib
 import json
 import re
 import warnings
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -208,14 +209,26 @@ class JinjaTemplate(Template):
             return super()._render(messages, request)
         ctx = self._context(request)
         opts, merge = _template_options(ctx)
-        prep = prepare(messages, request.tools)
-        return self._render_plain(prep, opts, request.add_generation_prompt, ctx.datetime, merge)[0]
+        prep, origin = self._history_form(prepare(messages, request.tools), ctx.strict_history)
+        with _original_indices(origin):
+            return self._render_plain(
+                prep, opts, request.add_generation_prompt, ctx.datetime, merge
+            )[0]
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         opts, merge = _template_options(ctx)
-        return self._trace(
-            prepare(conv, None), opts, ctx.add_generation_prompt, ctx.datetime, merge
-        )
+        prep, origin = self._history_form(prepare(conv, None), ctx.strict_history)
+        with _original_indices(origin):
+            segs = self._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
+        return _with_indices(segs, origin)
+
+    def _history_form(
+        self, prep: Prepared, strict: bool
+    ) -> tuple[Prepared, tuple[int, ...] | None]:
+        """The conversation as the template renders it: ``prep`` itself, or (overridden by
+        templates that write some history differently from the official file, unless
+        ``strict``) another one, with the original index of each of its messages."""
+        return prep, None
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
@@ -224,8 +237,10 @@ class JinjaTemplate(Template):
         opts, merge = _template_options(ctx)
         prep = prepare(messages, tools, require_tool_calls=sequence_start)
         if sequence_start:
-            segs = self._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
-            return prep.conv, segs
+            form, origin = self._history_form(prep, ctx.strict_history)
+            with _original_indices(origin):
+                segs = self._trace(form, opts, ctx.add_generation_prompt, ctx.datetime, merge)
+            return prep.conv, _with_indices(segs, origin)
         if not prep.conv.messages:
             return prep.conv, []
         probe = [
@@ -574,3 +589,25 @@ def _substitute(value: Any, table: SentinelTable) -> Any:
     if isinstance(value, jinja2.Undefined):
         return value
     return value
+
+
+def _with_indices(segs: list[Segment], origin: tuple[int, ...] | None) -> list[Segment]:
+    """``segs`` with the message indices of a history form mapped back (see ``_history_form``)."""
+    if origin is None:
+        return segs
+    return [
+        s if s.message is None else Segment(s.text, s.kind, origin[s.message], s.trained)
+        for s in segs
+    ]
+
+
+@contextmanager
+def _original_indices(origin: tuple[int, ...] | None) -> Iterator[None]:
+    """Errors raised inside name the caller's message index, not the history form's."""
+    try:
+        yield
+    except ValidationError as exc:
+        index = exc.index
+        if origin is None or index is None or not 0 <= index < len(origin):
+            raise
+        raise type(exc)(exc.reason, index=origin[index], field=exc.field) from None

@@ -39,6 +39,8 @@ from .deltas import (
 )
 from .end_of_turn import EndOfTurn
 from .markers import MarkerSet
+from .separators import NONE as NO_SEPARATORS
+from .separators import Separators, probe_separators
 from .special import SpecialTokens
 from .tables import ParserTable
 
@@ -61,22 +63,51 @@ class Emitter:
     """Collects the deltas of one ``feed``; neighbouring text of one kind makes one delta.
 
     Deltas are frozen: text that continues the last delta replaces it with a longer
-    one. Content that is only whitespace is held back until other content follows: it
-    is content then, or at :meth:`end` when the message has no tool calls (the
-    whitespace around calls is not content, see :func:`merge_deltas`), so the content
-    deltas always add up to the message's ``content``.
+    one. Content whitespace is held back until it is known what follows it:
+
+    - whitespace before any other content is content once other content follows, less
+      the whitespace the template itself writes before an assistant's text after its
+      generation prompt (see :mod:`.separators`), or at
+      :meth:`end` when the message has no tool calls (the whitespace around calls is not
+      content, see :func:`merge_deltas`);
+    - whitespace after content is content once more content follows; before the first
+      tool call, all but the separator the template itself writes between an assistant's
+      text and its calls is content, so that the message renders back as the model wrote
+      it (docs/rendering.md); before a later call and after the last one it is not content.
+
+    So the content deltas always add up to the message's ``content``.
     """
 
-    __slots__ = ("_args", "_blank", "_texted", "_tools", "calls", "deltas", "id_factory")
+    __slots__ = (
+        "_after_call",
+        "_args",
+        "_blank",
+        "_held",
+        "_texted",
+        "_tools",
+        "calls",
+        "deltas",
+        "id_factory",
+        "separators",
+    )
 
-    def __init__(self, id_factory: IdFactory, tools: Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        id_factory: IdFactory,
+        tools: Mapping[str, Any] | None,
+        separators: Separators = NO_SEPARATORS,
+    ) -> None:
         self.id_factory = id_factory
         self._tools = tools
         self.deltas: list[Delta] = []
         self.calls = 0
+        #: The whitespace the template writes itself around an assistant's text.
+        self.separators = separators
         self._args: dict[int, list[str]] = {}
-        self._blank = ""  # whitespace-only content held back (see class doc)
+        self._blank = ""  # whitespace-only content held back before any content (see class doc)
+        self._held = ""  # whitespace held back after content (see class doc)
         self._texted = False  # whether content other than whitespace was emitted
+        self._after_call = False  # whether a call started and no content followed it
 
     def take(self) -> list[Delta]:
         """The deltas emitted since the last call."""
@@ -99,24 +130,46 @@ class Emitter:
         deltas.append(content_delta(text))
 
     def content(self, text: str) -> None:
+        if not text:
+            return
         if not self._texted:
             if text.isspace():
                 self._blank += text
                 return
-            if text:
-                text, self._blank, self._texted = self._blank + text, "", True
+            text, self._blank, self._texted = self._blank + text, "", True
+            sep = self.separators.before_content
+            if sep and text.startswith(sep):
+                text = text[len(sep) :]
+        elif self._held:
+            text, self._held = self._held + text, ""
+        body = text.rstrip(WS)
+        if len(body) < len(text):
+            self._held = text[len(body) :]
+            text = body
         if text:
+            self._after_call = False
+            self._content(text)
+
+    def _release(self, text: str) -> None:
+        """Emit held whitespace ``text`` as content (before other deltas)."""
+        if text:
+            self._after_call = False
             self._content(text)
 
     def end(self) -> None:
-        """End of stream: held whitespace is content only if there are no tool calls."""
+        """End of stream: held whitespace is content unless it is next to tool calls."""
         if self._blank and not self.calls:
             self._content(self._blank)
-        self._blank = ""
+        if self._held and not self._after_call:
+            self._release(self._held)
+        self._blank = self._held = ""
 
     def reasoning(self, text: str) -> None:
         if not text:
             return
+        if self._held:  # content whitespace before reasoning stays where it was
+            self._release(self._held)
+            self._held = ""
         deltas = self.deltas
         if deltas:
             last = deltas[-1]
@@ -135,6 +188,10 @@ class Emitter:
         named ``"code_interpreter"``.
         """
         index = self.calls
+        held, self._held = self._held, ""
+        if held and not index and not self._after_call:
+            self._release(self.separators.content_before_calls(held))
+        self._after_call = True
         self.calls += 1
         call_id = call_id or self.id_factory(index)
         if code:
@@ -459,6 +516,8 @@ class _Plan:
     end_markers: MarkerSet | None
     #: Whitespace the template writes after its end-of-turn marker.
     after: str
+    #: The whitespace the template writes itself around an assistant's text.
+    separators: Separators = NO_SEPARATORS
 
 
 #: Plans per template object (dropped with it), then per (parsers, options) key.
@@ -524,6 +583,7 @@ def _make_plan(
         ),
         end_markers=MarkerSet(words, words) if words else None,
         after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",
+        separators=probe_separators(tpl, tpl_opts),
     )
 
 
@@ -603,7 +663,7 @@ class StreamParser:
         id_factory = req.id_factory or (
             mistral_call_id if tool_name == "mistral" else openai_call_id
         )
-        self.out = Emitter(id_factory, _tool_schemas(req.tools))
+        self.out = Emitter(id_factory, _tool_schemas(req.tools), plan.separators)
         given_ids, tokenizer = req.special_token_ids, req.tokenizer
         marker_ids = (
             _marker_ids(plan.markers, given_ids, tokenizer) if given_ids or tokenizer else {}

@@ -38,8 +38,8 @@ class _Apriel(State):
 
 class AprielParser(BlockParser):
     """``<tool_calls>[…]</tool_calls>``; the final-response markers are dropped, with the
-    whitespace next to them (and before ``<tool_calls>``): trailing whitespace of the text is
-    held until what follows it decides."""
+    whitespace next to them: trailing whitespace of the text is held until what follows it
+    decides."""
 
     states = _Apriel
 
@@ -68,7 +68,9 @@ class AprielParser(BlockParser):
             self.out.content(body)
             return False
         self._ws = ""
-        self.out.content(text if marker is None else text.rstrip(WS))
+        # Whitespace before a final-response marker is markup; before <tool_calls> the
+        # emitter decides (the template's own separator is not content).
+        self.out.content(text if marker is None or marker == TOOL_CALLS else text.rstrip(WS))
         if marker is None:
             return False
         self.enter(marker)

@@ -19,7 +19,7 @@ from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
-from ...template import RenderContext, Template, refuse_reasoning, refuse_text_with_calls
+from ...template import RenderContext, Template, refuse_reasoning, text_beside_calls
 from .markers import (
     BOS_TOKEN,
     CHATBOT_TOKEN,
@@ -598,9 +598,10 @@ class CommandR7B(Template):
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         for m in conv.messages:
             # The official template writes a tool-call turn as plan (reasoning_content) plus
-            # calls, and a reply as its text only: what falls outside is refused, not dropped.
+            # calls, and a reply as its text only: text beside calls is written as the model
+            # writes it, before <|START_ACTION|> (refused with strict_history), not dropped.
             if m.tool_calls:
-                refuse_text_with_calls(self.name, m, dropped="content")
+                text_beside_calls(self.name, m, ctx, dropped="content")
             elif m.role == "assistant":
                 refuse_reasoning(self.name, m, " on a reply without tool calls")
         docs = _r7b_documents(ctx)
@@ -671,7 +672,12 @@ class CommandR7B(Template):
                 b.control(_THINK, i, True)
                 if not rag:  # the documents branch reads ``tool_plan``, which chatfmt has not
                     b.content(m.reasoning_content or "", i, True)
-                b.control(_THINK_END + _ACT + "[\n", i, True)
+                if m.content:  # text beside the calls, as the model writes it
+                    b.control(_THINK_END, i, True)
+                    b.content(m.text, i, True)
+                    b.control(_ACT + "[\n", i, True)
+                else:
+                    b.control(_THINK_END + _ACT + "[\n", i, True)
                 for j, call in enumerate(m.tool_calls):
                     if call.is_code:
                         raise UnsupportedFeatureError(

@@ -40,8 +40,8 @@ from ...template import (
     Template,
     last_user_index,
     refuse_reasoning_after_last_user,
-    refuse_text_with_calls,
     refuse_think_cut,
+    text_beside_calls,
 )
 from .markers import (
     ASSISTANT,
@@ -270,10 +270,15 @@ class DeepSeekV3Template(Template):
                 b.control("\n\n", m.index)
             b.content(m.text, m.index)
 
-    def _call(self, b: SegmentBuilder, m: Message, call: ToolCall, first: bool) -> None:
+    def _call(
+        self, b: SegmentBuilder, m: Message, call: ToolCall, first: bool, text: bool = False
+    ) -> None:
         i = m.index
         if first:
             b.control(ASSISTANT, i)
+        if text:  # the model's own form: its text as written, then the calls
+            b.content(m.text, i, True)
+        if first:
             b.control(CALLS_BEGIN + CALL_BEGIN, i, True)
         else:
             b.control("\n" + CALL_BEGIN, i, True)
@@ -288,14 +293,14 @@ class DeepSeekV3Template(Template):
         b.content(args, i, True)
         b.control("\n```" + CALL_END, i, True)
 
-    def _calls(self, b: SegmentBuilder, m: Message, ns: _State) -> None:
+    def _calls(self, b: SegmentBuilder, m: Message, ns: _State, text: bool = False) -> None:
         ns.is_tool = False
-        for call in _function_calls(self.name, m):
+        for k, call in enumerate(_function_calls(self.name, m)):
             if not ns.is_first:
-                self._call(b, m, call, True)
+                self._call(b, m, call, True, text and not k)
                 ns.is_first = True
             else:
-                self._call(b, m, call, False)
+                self._call(b, m, call, False, text and not k)
                 if not self.qwen_calls:
                     b.control(CALLS_END + EOS, m.index, True)
         if self.qwen_calls:
@@ -315,18 +320,19 @@ class DeepSeekV3Template(Template):
         b.content(text, m.index, True)
         b.control(EOS, m.index, True)
 
-    def _assistant(self, b: SegmentBuilder, m: Message, ns: _State) -> None:
+    def _assistant(self, b: SegmentBuilder, m: Message, ns: _State, ctx: RenderContext) -> None:
         if self.qwen_calls:  # calls whenever there are any, then the text (if not null)
             if m.tool_calls:
                 self._calls(b, m, ns)
             if m.content is not None:
                 self._answer(b, m, ns)
             return
-        # The official template writes calls only for content null and drops them otherwise;
-        # "" counts as null here, and text with calls is refused instead of losing the calls.
-        refuse_text_with_calls(self.name, m)
+        # The official template writes calls only for content null and drops them otherwise
+        # ("" counts as null here); text with calls is written as the model writes it, before
+        # the calls (refused with strict_history rather than losing the calls).
+        text = text_beside_calls(self.name, m, ctx)
         if m.content is None or m.tool_calls:
-            self._calls(b, m, ns)
+            self._calls(b, m, ns, text)
         else:
             self._answer(b, m, ns)
 
@@ -344,7 +350,7 @@ class DeepSeekV3Template(Template):
                 b.control(USER, m.index)
                 b.content(m.text, m.index)
             elif m.role == "assistant":
-                self._assistant(b, m, ns)
+                self._assistant(b, m, ns, ctx)
             elif m.role == "tool":
                 ns.is_tool = True
                 if ns.is_output_first:

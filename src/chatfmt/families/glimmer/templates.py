@@ -21,6 +21,8 @@ MUSE_GLIMMER = PackagedTemplate(
     tool_parser=GlimmerParser,
     generation=GenerationConfig(stop_words=(EOT,)),
     description="Muse Glimmer (official Jinja; to=self reasoning, <atem:function_calls> calls)",
+    # the model writes text beside calls as a to=user message that does not end the turn
+    text_beside_calls={"end_turn": False},
 )
 
 #: This module's templates, added to the registry in this order (see chatfmt.families).

@@ -15,7 +15,7 @@ from ...config import GenerationConfig
 from ...errors import ValidationError
 from ...protocol import Conversation, Message
 from ...segments import Segment, SegmentBuilder
-from ...template import RenderContext, Template, refuse_text_with_calls
+from ...template import RenderContext, Template, text_beside_calls
 from .markers import END_OF_ROLE, END_OF_TEXT, START_OF_ROLE, TOOL_CALL_TOKEN
 from .parser import GraniteParser, GraniteThinkParser
 
@@ -92,8 +92,9 @@ class Granite3(Template):
     The official template does not render ``tool_calls``: it fails on content null and
     drops the calls silently otherwise. chatfmt writes an assistant message with tool
     calls and content null or ``""`` as ``<|tool_call|>[{"name": …, "arguments": …}]``
-    (what the model generates); tool calls together with text raise
-    :class:`~chatfmt.errors.UnsupportedFeatureError` (``field="tool_calls"``).
+    (what the model generates); text beside tool calls is written before the
+    ``<|tool_call|>`` (with ``strict_history=True`` it raises
+    :class:`~chatfmt.errors.UnsupportedFeatureError`, ``field="tool_calls"``).
     """
 
     name = "granite3"
@@ -179,17 +180,19 @@ class Granite3(Template):
             b.content(_jinja_str(doc.get("text", "")))
             b.control(_EOT + "\n")
         for m in msgs:
-            self._render_message(b, m)
+            self._render_message(b, m, ctx)
         if ctx.add_generation_prompt and msgs:
             controls = _controls(ctx)
             b.control(_SOR + "assistant" + (" " + _tojson(controls) if controls else "") + _EOR)
         return b.segments
 
-    def _render_message(self, b: SegmentBuilder, m: Message) -> None:
+    def _render_message(self, b: SegmentBuilder, m: Message, ctx: RenderContext) -> None:
         trained = m.role == "assistant"
         b.control(_SOR + m.role + _EOR, m.index)
-        refuse_text_with_calls(self.name, m)
-        if m.tool_calls:  # content null or "": the model's own '<|tool_call|>' form
+        if m.tool_calls:  # the model's own '<|tool_call|>' form, after its text if any
+            # (the official template writes only the text: refused with strict_history)
+            if text_beside_calls(self.name, m, ctx):
+                b.content(m.text, m.index, True)
             calls = [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]
             b.control(TOOL_CALL_TOKEN, m.index, True)
             b.content(_tojson(calls), m.index, True)

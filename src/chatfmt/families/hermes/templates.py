@@ -16,7 +16,7 @@ from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
-from ...template import RenderContext, Template, refuse_text_with_calls
+from ...template import RenderContext, Template, text_beside_calls
 from ..chatml.markers import IM_END, IM_START
 from ..chatml.render import chatml_turn, function_call, require_text, tojson
 from .markers import BEGIN_OF_TEXT, END_OF_TEXT
@@ -131,7 +131,7 @@ class HermesTemplate(Template):
         b.control(BOS)
         uses_tools = any(m.tool_calls or m.role == "tool" for m in conv.messages)
         if conv.tools or uses_tools:
-            self._tool_use(b, conv)
+            self._tool_use(b, conv, ctx)
         else:
             self._default(b, conv)
         if ctx.add_generation_prompt:
@@ -145,7 +145,7 @@ class HermesTemplate(Template):
         for m in msgs:
             chatml_turn(b, m.role, require_text(self.name, m), m.index, m.role == "assistant")
 
-    def _tool_use(self, b: SegmentBuilder, conv: Conversation) -> None:
+    def _tool_use(self, b: SegmentBuilder, conv: Conversation, ctx: RenderContext) -> None:
         b.control(f"{IM_START}system\n{_SYSTEM_INTRO}")
         for i, tool in enumerate(conv.tools):
             try:
@@ -160,17 +160,19 @@ class HermesTemplate(Template):
         msgs = conv.messages
         for pos, m in enumerate(msgs):
             if m.role == "assistant" and m.tool_calls:
-                self._calls(b, m)
+                self._calls(b, m, ctx)
             elif m.role == "tool":
                 self._tool_result(b, msgs, pos)
             else:
                 chatml_turn(b, m.role, require_text(self.name, m), m.index, m.role == "assistant")
 
-    def _calls(self, b: SegmentBuilder, m: Message) -> None:
-        # The official tool_use template drops the content of a message with tool calls;
-        # chatfmt refuses to lose it silently (send the text as its own assistant message).
-        refuse_text_with_calls(self.name, m, dropped="content")
+    def _calls(self, b: SegmentBuilder, m: Message, ctx: RenderContext) -> None:
+        # The official tool_use template drops the content of a message with tool calls:
+        # chatfmt writes it as the model does, before the calls (refused with strict_history).
+        text = text_beside_calls(self.name, m, ctx, dropped="content")
         b.control(f"{IM_START}assistant\n", m.index)
+        if text:
+            b.content(m.text, m.index, True)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)
             b.control(("\n" if j else "") + '<tool_call>\n{"name": "', m.index, True)

@@ -17,7 +17,7 @@ from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
-from ...template import RenderContext, Template, refuse_system_without_user, refuse_text_with_calls
+from ...template import RenderContext, Template, refuse_system_without_user, text_beside_calls
 from .markers import (
     BEGIN_OF_TEXT,
     BOS,
@@ -306,7 +306,9 @@ class Llama31Template(Template):
             b.content(json.dumps(dict(t.raw), indent=4, ensure_ascii=False), message)
             b.control("\n\n", message)
 
-    def _tool_call(self, b: SegmentBuilder, m: Message, builtin: list[str] | None) -> None:
+    def _tool_call(
+        self, b: SegmentBuilder, m: Message, builtin: list[str] | None, text: bool = False
+    ) -> None:
         if len(m.tool_calls) != 1:
             raise UnsupportedFeatureError(
                 "This model only supports single tool-calls at once!",
@@ -315,6 +317,8 @@ class Llama31Template(Template):
             )
         call = m.tool_calls[0]
         b.control(_HEADER.format("assistant"), m.index)
+        if text:  # the model's own form: its text as written, then the call
+            b.content(m.text, m.index, True)
         if builtin is not None and call.name in builtin:
             self._builtin_call(b, m, call)
         else:
@@ -407,9 +411,10 @@ class Llama31Template(Template):
                     m.index,
                 )
             elif m.tool_calls:
-                # The official template writes only the call: text beside it would vanish.
-                refuse_text_with_calls(self.name, m, dropped="content", trimmed=True)
-                self._tool_call(b, m, builtin)
+                # The official template writes only the call: text beside it is written as the
+                # model writes it (or refused with strict_history).
+                text = text_beside_calls(self.name, m, ctx, dropped="content", trimmed=True)
+                self._tool_call(b, m, builtin, text)
             else:
                 trained = m.role == "assistant"
                 b.control(_HEADER.format(m.role), m.index)

@@ -21,7 +21,7 @@ from ...template import (
     RenderContext,
     Template,
     refuse_system_without_user,
-    refuse_text_with_calls,
+    text_beside_calls,
 )
 from .markers import (
     ARGS,
@@ -436,7 +436,13 @@ class MistralV3Template(Template):
                 b.content(m.text, m.index)
                 b.control(INST_CLOSE, m.index)
             elif m.tool_calls:
-                refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
+                # The official template writes only the calls: text beside them is written as
+                # the model writes it (as an answer's text, then the calls; refused with
+                # strict_history).
+                if text_beside_calls(self.name, m, ctx, dropped="content"):
+                    if self.sp:
+                        b.control(self.sp, m.index, True)
+                    b.content(m.text, m.index, True)
                 self._calls(b, m)
             elif m.role == "assistant":
                 self._answer(b, m)
@@ -538,7 +544,10 @@ class MistralV7Template(Template):
                     )
                 b.turn(INST, m.text, INST_CLOSE, "", i)
             elif m.role == "assistant" and m.tool_calls:
-                refuse_text_with_calls(self.name, m, dropped="content")  # only calls are written
+                # The official template writes only the calls: text beside them is written as
+                # the model writes it, right before them (refused with strict_history).
+                if text_beside_calls(self.name, m, ctx, dropped="content"):
+                    b.content(m.text, m.index, True)
                 self._calls(b, m)
             elif m.role == "assistant":
                 if m.content is None:

@@ -25,6 +25,8 @@ SOLAR_OPEN = PackagedTemplate(
     generation=GenerationConfig(session_len=131072, stop_words=(FLUSH,), tool_stop_words=(CALLS,)),
     description="Solar Open: <|begin|>role<|content|>…<|end|>, <|think|> reasoning, "
     "<|tool_calls|><|tool_call:begin|>id<|tool_call:name|>…<|tool_call:args|>{…}.",
+    # the model writes text beside calls as a <|content|> segment before the <|tool_calls|> one
+    text_beside_calls={},
 )
 
 #: This module's templates, added to the registry in this order (see chatfmt.families).
