@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.reasoning import think_parser
@@ -35,6 +35,11 @@ class MistralParser(BlockParser):
     special_markers = (TOOL_CALLS, ARGS, CALL_ID)
     starts: ClassVar[Mapping[str, State]] = {TOOL_CALLS: _Mistral.HEAD}
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._name = ""  # the name of the call whose arguments come next
+        self._call_id: str | None = None  # the id the model wrote for it, if any
+
     def _s_head(self) -> bool:
         if not self.skip_ws():
             return False
@@ -50,14 +55,21 @@ class MistralParser(BlockParser):
             self.state = Block.GAP  # not a call: handled as junk
             return True
         self.pos = end
-        self.raw = RawArgs(self.out, self.out.start_call(name))
+        # the call opens at its arguments: a [CALL_ID] before them is the id the model wrote
+        self._name, self._call_id = name, None
         self.state = _Mistral.ARGS_HEAD
         return True
+
+    def _open_call(self) -> None:
+        if self.raw is None:
+            index = self.out.start_call(self._name, call_id=self._call_id)
+            self.raw = RawArgs(self.out, index)
 
     def _s_args_head(self) -> bool:
         """Between the name and the JSON: optional ``[CALL_ID]id`` and ``[ARGS]``."""
         if not self.skip_ws():
             if self.final:
+                self._open_call()
                 return self._s_args()
             return False
         for marker in (ARGS, CALL_ID):
@@ -68,6 +80,7 @@ class MistralParser(BlockParser):
                 if marker == CALL_ID:
                     self.state = _Mistral.CALL_ID
                 return True
+        self._open_call()
         self.state = _Mistral.ARGS
         return True
 
@@ -77,6 +90,7 @@ class MistralParser(BlockParser):
             if not self.final:
                 return False
             end = len(self.buf)
+        self._call_id = self.buf[self.pos : end].strip() or None
         self.pos = end
         self.state = _Mistral.ARGS_HEAD
         return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import auto
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...parsing.blocks import Block, BlockParser, RawArgs
 from ...parsing.reasoning import Think, ThinkParser
@@ -94,8 +94,14 @@ class SolarOpenParser(BlockParser):
         self.end_block()
         return True
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._call_id: str | None = None  # the id the model wrote for the current call
+
     def _s_call_id(self) -> bool:
         text = self._head(_NAME)
+        if text is not None:
+            self._call_id = text.strip() or None
         if text is None:
             if self.final:
                 return self._cut_head(_BEGIN, "truncated")
@@ -119,7 +125,8 @@ class SolarOpenParser(BlockParser):
                 self.end_block()
                 return True
             return False
-        self.raw = RawArgs(self.out, self.out.start_call(text.strip()))
+        index = self.out.start_call(text.strip(), call_id=self._call_id)
+        self.raw = RawArgs(self.out, index)
         self.state = _Solar.ARGS
         return True
 
