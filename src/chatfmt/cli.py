@@ -173,6 +173,14 @@ def render_cmd(
     now: Annotated[
         str | None, typer.Option("--now", help="Date for templates that print one (YYYY-MM-DD).")
     ] = None,
+    strict_history: Annotated[
+        bool,
+        typer.Option(
+            "--strict-history",
+            help="Only the official template's bytes: refuse text beside tool calls that it "
+            "would drop (by default written as the model writes it).",
+        ),
+    ] = False,
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -199,6 +207,7 @@ def render_cmd(
         sequence_start=not follow_up,
         now=now,
         options=options,
+        strict_history=strict_history,
     )
     segments = get_template(template).segments(messages, request=request)
     if as_json:

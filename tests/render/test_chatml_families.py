@@ -95,9 +95,14 @@ def held_prefix(tpl: Template, msgs: list[dict[str, Any]], **kw: Any) -> str:
 def test_hermes_tool_use_matches_official(conv: dict[str, Any], agp: bool, name: str) -> None:
     tpl = chatfmt.get_template(name)
     lossy = [i for i, m in enumerate(conv["messages"]) if m.get("tool_calls") and m.get("content")]
-    if lossy:  # the official template would drop this text: chatfmt raises instead
+    if lossy:  # the official template would drop this text: chatfmt raises instead (strict)
         with pytest.raises(UnsupportedFeatureError) as err:
-            tpl.render(conv["messages"], tools=conv["tools"], add_generation_prompt=agp)
+            tpl.render(
+                conv["messages"],
+                tools=conv["tools"],
+                add_generation_prompt=agp,
+                strict_history=True,
+            )
         assert err.value.index == lossy[0] and err.value.field == "content"
         return
     if (
@@ -174,7 +179,7 @@ def test_hermes_tool_turns() -> None:
         {"role": "user", "content": "next"},
     ]
     with pytest.raises(UnsupportedFeatureError) as err:  # the official template drops the text
-        tpl.render(msgs, tools=TOOLS)
+        tpl.render(msgs, tools=TOOLS, strict_history=True)
     assert err.value.index == 1 and err.value.field == "content"
     msgs[1] = {**msgs[1], "content": None}
     got = tpl.render(msgs, tools=TOOLS)

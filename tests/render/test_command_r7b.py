@@ -238,8 +238,10 @@ def test_text_beside_calls_and_reply_reasoning_are_refused_not_dropped(name: str
         {"role": "assistant", "content": "Let me search.", "tool_calls": [call]},
     ]
     with pytest.raises(UnsupportedFeatureError) as err:
-        tpl.render(beside, tools=TOOLS)
+        tpl.render(beside, tools=TOOLS, strict_history=True)
     assert (err.value.index, err.value.field) == (1, "content")
+    # by default the text is written as the model writes it, before <|START_ACTION|>
+    assert "<|END_THINKING|>Let me search.<|START_ACTION|>" in tpl.render(beside, tools=TOOLS)
     reply = [
         {"role": "user", "content": "q"},
         {"role": "assistant", "content": "a", "reasoning_content": "because"},

@@ -338,12 +338,12 @@ def _call_turn(content: str | None) -> list[dict[str, Any]]:
 def test_tool_calls_with_text_raise_instead_of_vanishing(name: str) -> None:
     tpl = chatfmt.get_template(name)
     with pytest.raises(UnsupportedFeatureError) as err:
-        tpl.render(_call_turn("Let me check."), tools=TOOLS)
+        tpl.render(_call_turn("Let me check."), tools=TOOLS, strict_history=True)
     assert (err.value.index, err.value.field) == (1, "tool_calls")
     assert "drop" in str(err.value)
     # The same in a follow-up fragment: the index is the fragment's own.
     with pytest.raises(UnsupportedFeatureError) as follow:
-        tpl.render(_call_turn("Let me check.")[1:], sequence_start=False)
+        tpl.render(_call_turn("Let me check.")[1:], sequence_start=False, strict_history=True)
     assert (follow.value.index, follow.value.field) == (0, "tool_calls")
 
 

@@ -256,10 +256,9 @@ REFUSED: dict[tuple[str, str], str] = {
     ("kimi-k2-thinking", "reasoning"): _DROPS_REASONING,
     ("nemotron-nano-v2", "reasoning"): _DROPS_REASONING,
     ("reka-edge", "reasoning"): _DROPS_REASONING,
+    # (Muse Glimmer and Solar Open write it as a text message of their own before the calls)
     ("cohere2moe", "text_and_two_calls"): _DROPS_TEXT,
     ("minimax-m1", "text_and_two_calls"): _DROPS_TEXT,
-    ("muse-glimmer", "text_and_two_calls"): _DROPS_TEXT,
-    ("solar-open", "text_and_two_calls"): _DROPS_TEXT,
 }
 
 _CASES = [(tid, conv) for tid in _template_ids() for conv in CONVERSATIONS]

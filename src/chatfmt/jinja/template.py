@@ -592,13 +592,24 @@ def _substitute(value: Any, table: SentinelTable) -> Any:
 
 
 def _with_indices(segs: list[Segment], origin: tuple[int, ...] | None) -> list[Segment]:
-    """``segs`` with the message indices of a history form mapped back (see ``_history_form``)."""
+    """``segs`` with the message indices of a history form mapped back (see ``_history_form``).
+
+    A message written as several (its text, then its calls) is one turn of the model: the
+    markup between its parts (one part's end, the next one's header) is trained too.
+    """
     if origin is None:
         return segs
-    return [
+    out = [
         s if s.message is None else Segment(s.text, s.kind, origin[s.message], s.trained)
         for s in segs
     ]
+    for index in {i for k, i in enumerate(origin) if k and origin[k - 1] == i}:
+        trained = [k for k, s in enumerate(out) if s.message == index and s.trained]
+        for k in range(trained[0], trained[-1] + 1) if trained else ():
+            s = out[k]
+            if not s.trained:
+                out[k] = Segment(s.text, s.kind, index, True)
+    return out
 
 
 @contextmanager

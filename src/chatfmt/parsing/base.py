@@ -65,11 +65,10 @@ class Emitter:
     Deltas are frozen: text that continues the last delta replaces it with a longer
     one. Content whitespace is held back until it is known what follows it:
 
-    - whitespace before any other content is content once other content follows, less
+    - whitespace before any other content is content once other content follows (less
       the whitespace the template itself writes before an assistant's text after its
-      generation prompt (see :mod:`.separators`), or at
-      :meth:`end` when the message has no tool calls (the whitespace around calls is not
-      content, see :func:`merge_deltas`);
+      generation prompt, see :mod:`.separators`), or at :meth:`end` when the message has
+      no tool calls (the whitespace around calls is not content, see :func:`merge_deltas`);
     - whitespace after content is content once more content follows; before the first
       tool call, all but the separator the template itself writes between an assistant's
       text and its calls is content, so that the message renders back as the model wrote
