@@ -211,7 +211,20 @@ def test_cross_check_rendered_turns(filename: str, kind: str) -> None:
         got = parse(out, tpl, tools=TOOLS, id_factory=ids)
     if filename == "internlm-internlm2-chat-7b.jinja":
         assert "tool_calls" not in want  # renders no calls: both plain
+    if filename in _WRITES_CALL_IDS:  # the native parser keeps the ids the model wrote
+        got, want = _without_ids(got), _without_ids(want)
     assert got == want
+
+
+#: Templates whose rendered calls hold their ids ([CALL_ID]), which only the native parser reads.
+_WRITES_CALL_IDS = frozenset({"Mistral-Small-3.2-24B-Instruct-2506.jinja"})
+
+
+def _without_ids(msg: Any) -> dict[str, Any]:
+    out = msg.to_openai()
+    for call in out.get("tool_calls") or ():
+        call.pop("id", None)
+    return dict(out)
 
 
 # ---------------------------------------------------------------------- (b) unknown templates
