@@ -4,6 +4,12 @@ The loop knows no family: the template renders the conversation (with its tool
 definitions and protocol prompts), the backend completes it with the template's
 stop words, the template's parser turns the output into a message with tool calls,
 and the tools' results go back as ``tool`` messages.
+
+Calls are constrained and checked as in the gateway: the backend gets the tools'
+constraint (:func:`chatfmt.constraints.compile_constraint`, ``tool_choice="auto"``), and a
+call that :func:`chatfmt.constraints.check_reply` finds wrong (a tool that is not offered,
+arguments not valid against its schema) is not run: the model is told what is wrong with
+it, as an error observation.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
-from ..errors import ValidationError
+from ..constraints import Constraint, check_reply, compile_constraint
+from ..errors import ChatFmtError, ValidationError
 from ..parsing import Delta, ParsedToolCall, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..parsing.deltas import CODE_INTERPRETER
@@ -106,6 +113,18 @@ class Agent:
             )
         if self.tool_definitions and not self.template.supports_tools:
             raise ValidationError(f"template {self.template.name!r} has no tool-call format")
+        self.constraint = self._constraint()
+
+    def _constraint(self) -> Constraint | None:
+        """The tools' constraint (``None`` without tools, or where the format has none)."""
+        if not self.tool_definitions:
+            return None
+        try:
+            return compile_constraint(
+                self.template, tools=self.tool_definitions, tool_choice="auto", options=self.options
+            )
+        except ChatFmtError:  # calls are still checked, after the fact
+            return None
 
     # ------------------------------------------------------------------ public API
     async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:
@@ -117,7 +136,11 @@ class Agent:
         for _turn in range(self.max_turn):
             prompt, ids = self._prompt(history)
             request = CompletionRequest.for_template(
-                self.template, prompt, prompt_token_ids=ids, **self.sampling
+                self.template,
+                prompt,
+                prompt_token_ids=ids,
+                constraint=self.constraint,
+                **self.sampling,
             )
             turn = ParsedTurn.for_template(
                 self.backend,
@@ -153,7 +176,8 @@ class Agent:
             if not invalid:
                 message = {**message, "tool_calls": [call_dict(c) for c in calls]}
                 history.append(message)
-                async for event in self._run_calls(calls, step, history):
+                rejected = self._rejected(message, calls)
+                async for event in self._run_calls(calls, step, history, rejected):
                     yield event
                 continue
             # A malformed call: the turn stays in the conversation as the model wrote it (its
@@ -225,14 +249,35 @@ class Agent:
         return prompt.text, prompt.ids
 
     # ------------------------------------------------------------------ tools
+    def _rejected(self, message: dict[str, Any], calls: list[ParsedToolCall]) -> dict[int, str]:
+        """What is wrong with each call that is not run, by call index (the gateway's check)."""
+        problems = check_reply(message, tools=self.tool_definitions)
+        out: dict[int, list[str]] = {}
+        for problem in problems:
+            head, _, _ = problem.where.partition("]")
+            if not head.startswith("tool_calls["):
+                continue
+            index = int(head.removeprefix("tool_calls["))
+            if 0 <= index < len(calls) and not calls[index].code:
+                out.setdefault(index, []).append(problem.what)
+        known = ", ".join(self.executor.tools) or "none"
+        return {i: f"Error: {'; '.join(whats)} (tools: {known})" for i, whats in out.items()}
+
     async def _run_calls(
-        self, calls: list[ParsedToolCall], step: AgentStep, history: list[dict[str, Any]]
+        self,
+        calls: list[ParsedToolCall],
+        step: AgentStep,
+        history: list[dict[str, Any]],
+        rejected: Mapping[int, str],
     ) -> AsyncIterator[AgentEvent]:
         jobs = []
-        for call in calls:
+        for i, call in enumerate(calls):
             name, arguments = _name_and_arguments(call)
             yield ToolStart(call.id, name, arguments)
-            jobs.append(self._run_call(call, name, arguments))
+            if i in rejected:
+                jobs.append(_refused(call.id, name, rejected[i]))
+            else:
+                jobs.append(self._run_call(call, name, arguments))
         for result in await asyncio.gather(*jobs):
             step.observations.append(result)
             history.append(
@@ -259,6 +304,11 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+async def _refused(call_id: str, name: str, text: str) -> ToolResult:
+    """The observation of a call that was not run."""
+    return ToolResult(call_id, name, text, error=True)
+
+
 def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The caller's messages (checked once, here) as a list the loop can extend."""
     if isinstance(messages, Conversation):

@@ -8,6 +8,7 @@ A config file maps model names to a backend, a template and an optional tokenize
     tokenizer = "/models/qwen2.5"           # optional: ids for /v1/render, usage, length check
     backend_model = "Qwen/Qwen2.5-7B-Instruct"  # optional: the model name sent to the backend
     backend_api_key_env = "VLLM_API_KEY"    # optional: where the backend's key is (or backend_api_key)
+    backend_kind = "vllm"                   # optional: the engine (default: detected)
 
     [limits]
     max_body_bytes = 8388608
@@ -40,6 +41,7 @@ class ModelSpec:
     backend_model: str | None = None
     backend_api_key: str | None = None
     model_path: str | None = None  # a GGUF for the embedded backend
+    backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
 
     def __repr__(self) -> str:  # never show the backend's key
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -56,6 +58,7 @@ _MODEL_KEYS = {
     "backend_api_key",
     "backend_api_key_env",
     "model_path",
+    "backend_kind",
 }
 
 
@@ -111,7 +114,20 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
         backend_model=table.get("backend_model"),
         backend_api_key=key,
         model_path=table.get("model_path"),
+        backend_kind=_kind(where, table.get("backend_kind", "auto")),
     )
+
+
+def _kind(where: str, value: str) -> str:
+    """A ``backend_kind`` checked (``auto`` or an engine kind)."""
+    from ..backends.dialects import engine_kind
+
+    if value != "auto":
+        try:
+            engine_kind(value)
+        except ChatFmtError as exc:
+            raise ChatFmtError(f"{where}.backend_kind: {exc}") from None
+    return value
 
 
 def _limits(path: Path, table: Any) -> Limits:
@@ -151,7 +167,10 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         from ..backends.openai import OpenAICompletionsBackend
 
         remote = OpenAICompletionsBackend(
-            spec.backend, model=spec.backend_model, api_key=spec.backend_api_key
+            spec.backend,
+            model=spec.backend_model,
+            api_key=spec.backend_api_key,
+            kind=spec.backend_kind,
         )
         backend = remote
         if spec.template is not None:
