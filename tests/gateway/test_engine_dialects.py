@@ -151,6 +151,17 @@ def test_an_ebnf_of_its_own_goes_to_vllm_and_sglang(engine: FakeCompletionsServe
     assert engine.requests[1]["ebnf"] == 'root ::= "x"'
 
 
+def test_without_a_tag_vllm_and_sglang_get_the_whole_reply_as_one_grammar(
+    engine: FakeCompletionsServer,
+) -> None:
+    c = constraint(gbnf=LAZY_GRAMMAR, trigger="<tool_call>", ebnf='root ::= text? call')
+    engine.replies += ["x", "x"]
+    complete(engine, "vllm", request(c))
+    complete(engine, "sglang", request(c))
+    assert engine.requests[0]["structured_outputs"] == {"grammar": "root ::= text? call"}
+    assert engine.requests[1]["ebnf"] == "root ::= text? call"
+
+
 def test_a_structural_tag_without_its_type_is_wrapped(engine: FakeCompletionsServer) -> None:
     inner = {"structures": [], "triggers": ["<tool_call>"]}
     c = constraint(gbnf=LAZY_GRAMMAR, trigger="<tool_call>", structural_tag=inner)

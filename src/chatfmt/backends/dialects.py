@@ -16,10 +16,12 @@ kind                constraint fields (one constraint per request)
                     (llama-cpp-python 0.3.36 ``llama_cpp.server``); lazy: emulated
                     (:mod:`.lazy`).
 ``vllm``            ``structured_outputs: {"json": schema}`` or ``{"grammar": ebnf}``;
-                    lazy: ``response_format: {"type": "structural_tag", …}`` (vLLM ≥ 0.12,
-                    where the ``guided_*`` fields were removed), else emulated.
+                    lazy: ``response_format: {"type": "structural_tag", …}``, else the
+                    constraint's ``ebnf`` (free text included) as the grammar, else
+                    emulated (vLLM ≥ 0.12, where the ``guided_*`` fields were removed).
 ``sglang``          ``json_schema`` (a JSON string) or ``ebnf``; lazy: ``response_format``
-                    ``structural_tag`` (SGLang ``CompletionRequest``, 0.5), else emulated.
+                    ``structural_tag``, else ``ebnf`` (free text included), else emulated
+                    (SGLang ``CompletionRequest``, 0.5).
 ``generic``         none: the prompt's prefill only; the reply is validated.
 =================== ===================================================================
 """
@@ -106,7 +108,9 @@ def takes_lazy(kind: EngineKind, constraint: Constraint) -> bool:
     """Whether the engine applies ``constraint``'s lazy grammar itself (else: emulated)."""
     if kind == "llama.cpp":
         return True
-    return kind in ("vllm", "sglang") and constraint.structural_tag is not None
+    return kind in ("vllm", "sglang") and (
+        constraint.structural_tag is not None or constraint.ebnf is not None
+    )
 
 
 def takes_constraints(kind: EngineKind) -> bool:
@@ -131,6 +135,10 @@ def constraint_fields(kind: EngineKind, constraint: Constraint) -> dict[str, Any
         return fields
     if kind == "llama-cpp-python":
         return {"grammar": grammar}
+    if lazy and kind in ("vllm", "sglang") and constraint.structural_tag is None:
+        # the whole reply under one grammar: the free text before a call is part of it
+        ebnf = constraint.ebnf or grammar
+        return {"structured_outputs": {"grammar": ebnf}} if kind == "vllm" else {"ebnf": ebnf}
     if kind == "vllm":
         if lazy:
             return {"response_format": structural_tag_format(constraint)}

@@ -79,7 +79,8 @@ async def lazy_stream(
     before = seen[:found]
     if len(before) > sent:
         yield CompletionChunk(before[sent:])
-    strict = dataclasses.replace(constraint, trigger=None)
+    # the call alone, from its opening: no lazy forms left (a tag, an ebnf with free text)
+    strict = dataclasses.replace(constraint, trigger=None, structural_tag=None, ebnf=None)
     call = extend(request, before).with_(constraint=strict)
     if request.max_tokens is not None:
         call = call.with_(max_tokens=max(1, request.max_tokens - max(0, pieces - 1)))
