@@ -10,14 +10,19 @@ The opening is found per template, not per family: render a probe conversation w
 last assistant turn is one call of a probe tool, take the text between the generation
 prompt and the probe's name, and check that the template's own parser reads the probe
 turn back as that call. A template where this fails (no tool format, the name not
-first, a call the parser cannot read) is refused with a clear error.
+first, a call the parser cannot read) is refused with a clear error. The same render gives
+what closes the name (:func:`name_close`: the text between the name and the arguments,
+``", "arguments": `` for Hermes), so a named choice prefills the whole head of the call and
+the model cannot extend the name.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ChatFmtError
@@ -37,32 +42,49 @@ _PROBE_TOOL = {
         },
     },
 }
+_PROBE_ID = "a1b2c3d4e"  # 9 alphanumerics: valid for Mistral's ids too
 _PROBE_CALL = {
-    "id": "a1b2c3d4e",  # 9 alphanumerics: valid for Mistral's ids too
+    "id": _PROBE_ID,
     "type": "function",
     "function": {"name": _PROBE_NAME, "arguments": json.dumps({_PROBE_ARG: 7})},
 }
 
-#: Openings (or the reason there is none) per template object, then per options.
-_OPENINGS: weakref.WeakKeyDictionary[Template, dict[str, str | ChatFmtError]] = (
+
+@dataclass(frozen=True)
+class CallParts:
+    """One probe call as ``template`` writes it after its generation prompt, cut at the name
+    and the arguments: ``opening NAME name_close ARGS after_args``."""
+
+    #: Text before the name (``<tool_call>\n{"name": "``).
+    opening: str
+    #: Text between the name and the arguments (``", "arguments": ``; a call id the template
+    #: writes there is left out, with what follows it).
+    name_close: str
+    #: The rest of the turn after the arguments object (``}\n</tool_call><|im_end|>…``);
+    #: ``""`` where the arguments are not one JSON object.
+    after_args: str
+
+
+#: Call parts (or the reason there are none) per template object, then per options.
+_PARTS: weakref.WeakKeyDictionary[Template, dict[str, CallParts | ChatFmtError]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def call_opening(template: Template, options: Mapping[str, Any]) -> str:
-    """The text a tool call starts with after ``template``'s generation prompt (may be blank).
+def call_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
+    """How ``template`` writes a call after its generation prompt (see :class:`CallParts`).
 
-    Raises :class:`ChatFmtError` saying why when the template has none that works.
+    Raises :class:`ChatFmtError` saying why when the template has no opening that works.
     """
     key = json.dumps(dict(options), sort_keys=True, default=repr)
     try:
-        cache = _OPENINGS.setdefault(template, {})
+        cache = _PARTS.setdefault(template, {})
     except TypeError:  # not weakly referenceable: no cache
         cache = {}
     found = cache.get(key)
     if found is None:
         try:
-            found = _find_opening(template, options)
+            found = _find_parts(template, options)
         except ChatFmtError as exc:
             found = exc
         cache[key] = found
@@ -71,7 +93,22 @@ def call_opening(template: Template, options: Mapping[str, Any]) -> str:
     return found
 
 
-def _find_opening(template: Template, options: Mapping[str, Any]) -> str:
+def call_opening(template: Template, options: Mapping[str, Any]) -> str:
+    """The text a tool call starts with after ``template``'s generation prompt (may be blank).
+
+    Raises :class:`ChatFmtError` saying why when the template has none that works.
+    """
+    return call_parts(template, options).opening
+
+
+def name_close(template: Template, options: Mapping[str, Any]) -> str:
+    """The text ``template`` writes between a call's name and its arguments (what closes the
+    name: ``", "arguments": `` for Hermes, ``[ARGS]`` for Mistral v11, ``>\n`` for
+    Qwen3-Coder)."""
+    return call_parts(template, options).name_close
+
+
+def _find_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
     refuse = f"template {template.name!r} cannot be made to call a tool"
     if not template.supports_tools:
         raise ChatFmtError(f"{refuse}: it has no tool-call format")
@@ -99,14 +136,33 @@ def _find_opening(template: Template, options: Mapping[str, Any]) -> str:
         or calls[0].get("function", {}).get("name") != _PROBE_NAME
     ):
         raise ChatFmtError(f"{refuse}: its parser does not read a probe call back")
-    return opening
+    rest = turn[at + len(_PROBE_NAME) :]
+    key = rest.find(_PROBE_ARG)
+    between, after = rest[:key], ""
+    # the arguments start before the probe argument's key: ``{"`` (JSON), ``<parameter=`` …
+    cut = max(between.rfind('{"'), between.rfind("{'"))
+    if cut >= 0:
+        between = between[:cut]
+        after = rest[rest.find("7", key) + 1 :].lstrip()
+        after = after[1:] if after.startswith("}") else ""
+    else:
+        between = _KEY_OPENING.sub("", between)
+    if _PROBE_ID in between:  # a call id is the model's to write
+        between = between[: between.find(_PROBE_ID)]
+    return CallParts(opening, between, after)
+
+
+#: Markup opening an argument's key at the end of the text after a name (``<parameter=``,
+#: ``<arg_key>``).
+_KEY_OPENING = re.compile(r"<[^<>\n]*[>=]$")
 
 
 def prefill_for(template: Template, options: Mapping[str, Any], choice: Any) -> str:
     """What the prompt is extended with for ``tool_choice`` (``""`` for ``auto``/``none``).
 
     ``required`` → the call opening; ``{"type": "function", "function": {"name": N}}`` →
-    the opening and ``N``.
+    the opening, ``N`` and what closes the name (:func:`name_close`), so the model writes the
+    arguments next and cannot extend the name.
     """
     if choice in (None, "auto", "none"):
         return ""
@@ -118,4 +174,4 @@ def prefill_for(template: Template, options: Mapping[str, Any], choice: Any) -> 
                 "(its calls have no opening marker to prefill); name the function instead"
             )
         return opening
-    return opening + choice["function"]["name"]
+    return opening + choice["function"]["name"] + name_close(template, options)

@@ -1,0 +1,173 @@
+"""GBNF building blocks: literals, "text up to a marker" rules, the JSON-schema converter and
+the check every grammar passes before it is returned.
+
+The JSON-schema part is llama.cpp's own converter (``llama_cpp.llama_grammar.SchemaConverter``,
+shipped with llama-cpp-python, the ``embedded`` extra); every finished grammar is parsed by
+llguidance (``gbnf_to_lark``, then ``LLMatcher.validate_grammar``) because llama.cpp does not
+parse a grammar before it uses it and an invalid one crashes the process.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..errors import ChatFmtError, ValidationError
+
+#: Whitespace between markers (bounded so a constrained model cannot loop on blank lines).
+WS_RULE = "ws ::= [ \\t\\n]{0,20}"
+
+
+def lit(text: str) -> str:
+    """``text`` as a GBNF string literal (``""`` for empty text, which GBNF also reads)."""
+    out = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def seq(*parts: str) -> str:
+    """GBNF parts in sequence, empty literals dropped."""
+    kept = [p for p in parts if p and p != '""']
+    return " ".join(kept) if kept else '""'
+
+
+def _class_char(ch: str) -> str:
+    if ch in "\\]^-[":
+        return "\\" + ch
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, ch)
+
+
+def until_rules(name: str, stop: str) -> list[str]:
+    """Rules ``name`` = any text that does not contain ``stop`` (a KMP automaton, one rule per
+    matched prefix of ``stop``); follow it with ``lit(stop)`` to read "text up to ``stop``"."""
+    if not stop:
+        raise ValueError("until_rules needs a non-empty stop text")
+    n = len(stop)
+    fail = [0] * n  # KMP failure function
+    k = 0
+    for i in range(1, n):
+        while k and stop[i] != stop[k]:
+            k = fail[k - 1]
+        if stop[i] == stop[k]:
+            k += 1
+        fail[i] = k
+
+    def step(state: int, ch: str) -> int:
+        while state and stop[state] != ch:
+            state = fail[state - 1]
+        return state + 1 if stop[state] == ch else 0
+
+    chars = sorted(set(stop))
+    other = "[^" + "".join(_class_char(c) for c in chars) + "]"
+
+    def rule(state: int) -> str:
+        return f"{name}-{state}" if state else name
+
+    rules = []
+    for state in range(n):
+        alts = [f"{other} {name}"]
+        alts += [f"{lit(ch)} {rule(step(state, ch))}" for ch in chars if step(state, ch) < n]
+        rules.append(f"{rule(state)} ::= ( {' | '.join(alts)} )?")
+    return rules
+
+
+class SchemaRules:
+    """llama.cpp's JSON-schema converter, shared by the schemas of one grammar (common rules
+    such as ``string`` are written once)."""
+
+    def __init__(self) -> None:
+        try:
+            from llama_cpp.llama_grammar import SchemaConverter
+        except ImportError:  # pragma: no cover - depends on the install
+            raise ChatFmtError(
+                "grammars for constrained decoding use llama.cpp's JSON-schema converter: "
+                "install chatfmt[embedded] (llama-cpp-python)"
+            ) from None
+        self._conv = SchemaConverter(
+            prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
+        )
+
+    def rule(self, schema: Any, name: str, field: str) -> str:
+        """The rule name matching JSON valid against ``schema`` (added as ``name`` or a shared
+        primitive rule); a schema the converter cannot read raises :class:`ValidationError`
+        naming ``field``."""
+        try:
+            resolved = self._conv.resolve_refs(json.loads(json.dumps(schema)), name)
+            found: str = self._conv.visit(resolved, name)
+        except Exception as exc:  # the converter raises plain exceptions on what it cannot read
+            raise ValidationError(
+                f"cannot build a grammar from this schema: {exc}", field=field
+            ) from None
+        return found
+
+    def rules(self) -> str:
+        """The rules added so far, as GBNF."""
+        text: str = self._conv.format_grammar()
+        return text
+
+
+def check_gbnf(gbnf: str) -> None:
+    """Raise :class:`ChatFmtError` unless ``gbnf`` parses (llguidance reads it as llama.cpp would)."""
+    try:
+        from llguidance import LLMatcher
+        from llguidance.gbnf_to_lark import gbnf_to_lark
+    except ImportError:  # pragma: no cover - depends on the install
+        raise ChatFmtError(
+            "checking grammars needs llguidance: install chatfmt[agent] (or pip install llguidance)"
+        ) from None
+    try:
+        lark = gbnf_to_lark(gbnf)
+    except Exception as exc:
+        raise ChatFmtError(
+            f"internal error: the constraint grammar does not parse: {exc}"
+        ) from None
+    error = LLMatcher.validate_grammar(LLMatcher.grammar_from_lark(lark))
+    if error:
+        raise ChatFmtError(f"internal error: the constraint grammar is invalid: {error}")
+
+
+_BYTE_TOKENIZER: Any = None
+
+
+def _byte_tokenizer() -> Any:
+    global _BYTE_TOKENIZER
+    if _BYTE_TOKENIZER is None:
+        from llguidance import LLTokenizer, TokenizerWrapper
+
+        class _Bytes:
+            def __init__(self) -> None:
+                self.eos_token_id = 256
+                self.bos_token_id = None
+                self.tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+                self.special_token_ids = [256]
+
+            def __call__(self, text: bytes) -> list[int]:
+                return list(text)
+
+        _BYTE_TOKENIZER = LLTokenizer(TokenizerWrapper(_Bytes()))
+    return _BYTE_TOKENIZER
+
+
+def gbnf_accepts(gbnf: str, text: str) -> bool:
+    """Whether the complete ``text`` is a sentence of ``gbnf`` (checked with llguidance over a
+    byte-level tokenizer: no model needed)."""
+    from llguidance import LLMatcher
+    from llguidance.gbnf_to_lark import gbnf_to_lark
+
+    matcher = LLMatcher(
+        _byte_tokenizer(), LLMatcher.grammar_from_lark(gbnf_to_lark(gbnf)), log_level=0
+    )
+    ok = matcher.consume_tokens(list(text.encode("utf-8")))
+    return bool(ok) and not matcher.is_error() and matcher.is_accepting()
