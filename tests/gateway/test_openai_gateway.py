@@ -239,14 +239,15 @@ def test_streamed_tool_call_has_openai_deltas(client: Any, fake: Any) -> None:
     assert finish == "tool_calls"
 
 
-def test_invalid_call_is_sent_as_written_without_internal_flags(client: Any, fake: Any) -> None:
-    fake.replies.append('<tool_call>\n{"name": "get_weather", "arguments": {"city": </tool_call>')
-    reply = client.chat.completions.create(model="qwen", messages=ASK, tools=[WEATHER_TOOL])
-    call = reply.choices[0].message.tool_calls[0]
-    assert call.function.name == "get_weather"
-    assert "error" not in call.model_dump()
-    with pytest.raises(ValueError):
-        json.loads(call.function.arguments)
+def test_invalid_call_is_a_model_error_never_a_reply(client: Any, fake: Any) -> None:
+    written = '<tool_call>\n{"name": "get_weather", "arguments": {"city": </tool_call>'
+    fake.replies.append(written)
+    with pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="qwen", messages=ASK, tools=[WEATHER_TOOL])
+    error = info.value.body
+    assert error["type"] == "model_error" and error["code"] == "invalid_model_output"
+    assert "tool_calls[0].function.arguments: not valid JSON" in error["message"]
+    assert repr(written) in error["message"]
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -143,7 +143,7 @@ def test_an_invalid_reply_is_a_model_error_naming_what_the_model_wrote(
     body: dict[str, Any], reply: str, problem: str, stream: bool
 ) -> None:
     """The scripted backend ignores the constraint, as an engine without one would."""
-    prefill = "<tool_call>\n" if body.get("tool_choice") == "required" else ""
+    prefill = '<tool_call>\n{"name": "' if body.get("tool_choice") == "required" else ""
     with scripted(reply.removeprefix(prefill)) as (_backend, base):
         if stream:
             events = stream_events(base, messages=ASK, **body)

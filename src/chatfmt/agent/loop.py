@@ -260,8 +260,9 @@ class Agent:
             index = int(head.removeprefix("tool_calls["))
             if 0 <= index < len(calls) and not calls[index].code:
                 out.setdefault(index, []).append(problem.what)
-        known = ", ".join(self.executor.tools) or "none"
-        return {i: f"Error: {'; '.join(whats)} (tools: {known})" for i, whats in out.items()}
+        return {
+            i: f"Error: the call was not run: {'; '.join(whats)}" for i, whats in out.items()
+        }
 
     async def _run_calls(
         self,

@@ -106,6 +106,8 @@ def takes_token_ids(kind: EngineKind) -> bool:
 
 def takes_lazy(kind: EngineKind, constraint: Constraint) -> bool:
     """Whether the engine applies ``constraint``'s lazy grammar itself (else: emulated)."""
+    if not constraint.gbnf:  # no grammar: nothing to emulate either
+        return True
     if kind == "llama.cpp":
         return True
     return kind in ("vllm", "sglang") and (
@@ -126,6 +128,9 @@ def constraint_fields(kind: EngineKind, constraint: Constraint) -> dict[str, Any
     """
     lazy = bool(constraint.trigger)
     grammar = constraint.gbnf
+    tagged = lazy and kind in ("vllm", "sglang") and constraint.structural_tag is not None
+    if not grammar and not tagged:  # a format not described as data: the prefill alone
+        return {}
     only_json = constraint.json_schema is not None and not constraint.prefill and not lazy
     if kind == "llama.cpp":
         fields: dict[str, Any] = {"grammar": grammar}

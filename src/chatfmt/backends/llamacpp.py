@@ -137,7 +137,7 @@ class LlamaCppBackend(Backend):
             value = getattr(request, ours)
             if value is not None:
                 kwargs[theirs] = value
-        if request.constraint is not None:
+        if request.constraint is not None and request.constraint.gbnf:
             from llama_cpp import LlamaGrammar
 
             kwargs["grammar"] = LlamaGrammar.from_string(request.constraint.gbnf, verbose=False)
@@ -182,7 +182,7 @@ class LlamaCppBackend(Backend):
         constraint = request.constraint
         chunks = (
             lazy_stream(self._stream_one, request, self._continued)
-            if constraint is not None and constraint.trigger
+            if constraint is not None and constraint.trigger and constraint.gbnf
             else self._stream_one(request)
         )
         async with contextlib.aclosing(chunks):  # type: ignore[type-var]
