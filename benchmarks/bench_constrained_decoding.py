@@ -128,7 +128,9 @@ def main() -> None:
         for round_ in range(args.rounds + 1):  # round 0 warms the model up, not counted
             for name, (constraint, _first, _cached) in table.items():
                 tools = TOOLS if constraint is not None and constraint.json_schema is None else None
-                prompt = template.render(ASK, tools=tools) + (constraint.prefill if constraint else "")
+                prompt = template.render(ASK, tools=tools) + (
+                    constraint.prefill if constraint else ""
+                )
                 request = CompletionRequest.for_template(
                     template, prompt, max_tokens=args.max_tokens, seed=round_, constraint=constraint
                 )

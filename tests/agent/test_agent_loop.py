@@ -305,7 +305,10 @@ def test_tool_errors_timeouts_and_unknown_names_reach_the_model() -> None:
     assert obs[0] == ("_boom", "Error: RuntimeError: kaput", True)
     assert obs[1] == ("_slow", "Error: _slow timed out after 0.2 s", True)
     assert obs[2][0] == "nope" and obs[2][2]
-    assert obs[2][1] == "Error: the call was not run: 'nope' is not an offered tool (offered: _boom, _slow)"
+    assert (
+        obs[2][1]
+        == "Error: the call was not run: 'nope' is not an offered tool (offered: _boom, _slow)"
+    )
     assert "Error: RuntimeError: kaput" in backend.prompts[1]
     assert result.answer == "Sorry, the tools failed."
 

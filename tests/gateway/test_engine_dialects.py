@@ -21,11 +21,11 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from _fake_server import FakeCompletionsServer, serve  # noqa: E402
-from chatfmt.backends import CompletionRequest  # noqa: E402
-from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
-from chatfmt.constraints import Constraint  # noqa: E402
-from chatfmt.errors import ChatFmtError  # noqa: E402
+from _fake_server import FakeCompletionsServer, serve
+from chatfmt.backends import CompletionRequest
+from chatfmt.backends.openai import OpenAICompletionsBackend
+from chatfmt.constraints import Constraint
+from chatfmt.errors import ChatFmtError
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
 CALL_GRAMMAR = 'root ::= "{\\"name\\": \\"f\\", \\"arguments\\": {}}\\n</tool_call>"'
@@ -154,7 +154,7 @@ def test_an_ebnf_of_its_own_goes_to_vllm_and_sglang(engine: FakeCompletionsServe
 def test_without_a_tag_vllm_and_sglang_get_the_whole_reply_as_one_grammar(
     engine: FakeCompletionsServer,
 ) -> None:
-    c = constraint(gbnf=LAZY_GRAMMAR, trigger="<tool_call>", ebnf='root ::= text? call')
+    c = constraint(gbnf=LAZY_GRAMMAR, trigger="<tool_call>", ebnf="root ::= text? call")
     engine.replies += ["x", "x"]
     complete(engine, "vllm", request(c))
     complete(engine, "sglang", request(c))
@@ -226,7 +226,11 @@ def test_a_trigger_split_across_streamed_pieces_is_held_back(
         ("vllm", {}, "vllm"),
         ("sglang", {}, "sglang"),
         ("llamacpp", {}, "llama.cpp"),
-        ("me", {"/openapi.json": {"info": {"title": "🦙 llama.cpp Python API"}}}, "llama-cpp-python"),
+        (
+            "me",
+            {"/openapi.json": {"info": {"title": "🦙 llama.cpp Python API"}}},
+            "llama-cpp-python",
+        ),
         (None, {"/props": {"default_generation_settings": {}}}, "llama.cpp"),
         (None, {"/version": {"version": "0.12.0"}}, "vllm"),
         (None, {"/server_info": {"model_path": "m"}}, "sglang"),

@@ -264,8 +264,8 @@ def test_response_formats_return_valid_json_in_every_sample(smol: Any, stream: b
 
 @pytest.mark.slow
 def test_auto_returns_text_or_offered_calls_never_an_unknown_tool(smol: Any) -> None:
-    for seed in (*SEEDS, 4, 5):
-        message = run_chat(smol, False, tools=TOOLS, seed=seed, temperature=1.0)
+    for seed in SEEDS:
+        message = run_chat(smol, False, tools=TOOLS, seed=seed, temperature=1.0, max_tokens=40)
         if message["tool_calls"]:
             assert_valid_calls(message["tool_calls"], {"get_weather", "get_time"})
         else:

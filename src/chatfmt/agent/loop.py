@@ -260,9 +260,7 @@ class Agent:
             index = int(head.removeprefix("tool_calls["))
             if 0 <= index < len(calls) and not calls[index].code:
                 out.setdefault(index, []).append(problem.what)
-        return {
-            i: f"Error: the call was not run: {'; '.join(whats)}" for i, whats in out.items()
-        }
+        return {i: f"Error: the call was not run: {'; '.join(whats)}" for i, whats in out.items()}
 
     async def _run_calls(
         self,
