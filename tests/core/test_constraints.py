@@ -344,3 +344,24 @@ def test_check_reply_reports_a_call_the_parser_flagged() -> None:
     broken["error"] = "invalid arguments"
     problems = check_reply({"tool_calls": [broken]}, tools=TOOLS)
     assert problems[0].where == "tool_calls[0]" and "could not be read" in problems[0].what
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["hermes3", "llama3.1", "kimi-k2", "qwen3-coder", "glm4.5"])
+def test_xgrammar_reads_the_ebnf_and_the_structural_tag(name: str) -> None:
+    xgr = pytest.importorskip("xgrammar")  # vLLM's and SGLang's grammar engine (imports torch)
+    from xgrammar.testing import _is_grammar_accept_string
+
+    tpl = chatfmt.get_template(name)
+    call = _own_call(tpl)
+    assert call is not None
+    for choice in ("auto", "required", NAMED):
+        constraint, text = _continuation(tpl, choice, call)
+        assert constraint.ebnf is not None
+        grammar = xgr.Grammar.from_ebnf(constraint.ebnf)
+        assert _is_grammar_accept_string(grammar, text), (name, choice)
+    auto = compile_constraint(tpl, tools=TOOLS)
+    assert auto is not None
+    if auto.structural_tag is not None:
+        tag = xgr.Grammar.from_structural_tag(json.dumps(auto.structural_tag))
+        assert _is_grammar_accept_string(tag, "Checking. " + call[call.index(auto.trigger or "") :])

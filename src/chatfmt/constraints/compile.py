@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ChatFmtError, ValidationError
 from .calls import CallGrammar, Tool
 from .format_of import reasoning_state, tool_call_format
-from .gbnf import WS_RULE, SchemaRules, check_gbnf, lit, seq, until_rules
+from .gbnf import WS_RULE, SchemaRules, check_gbnf, lit, prune, seq, until_rules
 from .schemas import offered_tools, response_schema
 from .structural_tag import structural_tag
 
@@ -257,9 +257,7 @@ def _trigger(fmt: Any, opening: str) -> str | None:
 
 
 def _finish(rules: list[str], schemas: SchemaRules | None, root: str) -> str:
-    text = (
-        "\n".join([f"root ::= {root}", *rules, schemas.rules() if schemas else ""]).strip() + "\n"
-    )
+    text = prune("\n".join([f"root ::= {root}", *rules, schemas.rules() if schemas else ""]))
     check_gbnf(text)
     return text
 
