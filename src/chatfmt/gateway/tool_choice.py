@@ -180,7 +180,8 @@ def prefill_of(template: Template, parts: CallParts, choice: Any, *, after_promp
     if after_prompt and not parts.follows_prompt:
         raise ChatFmtError(
             f"template {template.name!r} cannot be made to call a tool by a prefill: its "
-            "generation prompt opens a reasoning block that its rendered calls drop"
+            "generation prompt ends with text its rendered calls do not continue (e.g. an "
+            "opened reasoning block)"
         )
     if choice == "required":
         if not parts.opening.strip():  # ChatGLM3, GLM-4: a call is its name; nothing forces one
