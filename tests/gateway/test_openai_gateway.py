@@ -376,7 +376,7 @@ def test_call_openings_are_found_from_the_template(template: str, opening: str, 
     tpl = chatfmt.get_template(template)
     named = {"type": "function", "function": {"name": "get_weather"}}
     assert prefill_for(tpl, {}, "required") == opening
-    closed, args = rest.split("{", 1)  # the name's closing delimiter, then the arguments
+    closed = rest.split("{", 1)[0]  # the name's closing delimiter, before the arguments
     assert prefill_for(tpl, {}, named) == opening + "get_weather" + closed
     # What the model writes after the prefill completes the forced call.
     parsed = chatfmt.parse(opening + "get_weather" + rest, tpl, tools=[WEATHER_TOOL])

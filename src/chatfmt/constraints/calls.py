@@ -53,12 +53,14 @@ def shape(fmt: ToolCallFormat) -> Shape:
     json_head = seq('"{"', "ws", lit(json.dumps(fmt.name_key)), "ws", '":"', "ws", '"\\""')
     json_mid = seq('"\\""', "ws", '","', "ws", lit(json.dumps(fmt.args_key)), "ws", '":"', "ws")
     sep = seq("ws", lit(fmt.separator.strip()), "ws") if fmt.separator.strip() else "ws"
+    # a call object may carry its id after the arguments (Mistral v3: ``, "id": "…"``)
+    json_end = seq("ws", '( "," ws "\\"id\\"" ws ":" ws "\\"" call-id "\\"" )?', "ws", '"}"')
     if enc == "json_call":
         return Shape(
             opt_calls_begin,
             seq(lit(fmt.call_begin), "ws", json_head),
             json_mid,
-            seq("ws", '"}"', "ws", lit(fmt.call_end)),
+            seq(json_end, "ws", lit(fmt.call_end)),
             sep,
             calls_end,
             True,
@@ -68,7 +70,7 @@ def shape(fmt: ToolCallFormat) -> Shape:
             seq(opt_calls_begin, lit(fmt.call_begin), "ws", '"["', "ws"),
             json_head,
             json_mid,
-            seq("ws", '"}"'),
+            json_end,
             seq("ws", '","', "ws"),
             seq("ws", '"]"', "ws", lit(fmt.call_end), calls_end)
             if fmt.call_end
@@ -76,15 +78,15 @@ def shape(fmt: ToolCallFormat) -> Shape:
             True,
         )
     if enc == "bare_json_call":
-        return Shape("", json_head, json_mid, seq("ws", '"}"'), seq("ws", '";"', "ws"), "", True)
+        return Shape("", json_head, json_mid, json_end, seq("ws", '";"', "ws"), "", True)
     if enc == "json_arguments":
         head = (
             seq(lit(fmt.call_begin), "call-id", lit(fmt.name_open))
             if fmt.name_open
             else lit(fmt.call_begin)
         )
-        mid = (
-            seq(lit(fmt.name_sep), "call-id", lit(fmt.id_end)) if fmt.id_end else lit(fmt.name_sep)
+        mid = seq(
+            "ws", lit(fmt.name_sep), *(("call-id", lit(fmt.id_end)) if fmt.id_end else ()), "ws"
         )
         return Shape(
             opt_calls_begin, head, mid, seq("ws", lit(fmt.call_end)), sep, calls_end, False
@@ -187,6 +189,10 @@ class CallGrammar:
             return rule
         if isinstance(strings, list) and strings and all(isinstance(s, str) for s in strings):
             return seq("ws", "(" + " | ".join(lit(s) for s in strings) + ")", "ws")
+        if kind == "boolean":  # templates write str(value): Python's True/False, or JSON's
+            return seq("ws", '( "true" | "false" | "True" | "False" )', "ws")
+        if kind == "null":
+            return seq("ws", '( "null" | "None" )', "ws")
         return seq("ws", self._schemas.rule(schema, name, field), "ws")
 
     def _python_value(self, schema: Mapping[str, Any], name: str, field: str) -> str:

@@ -49,40 +49,12 @@ def check_reply(
     if isinstance(tool_choice, Mapping):
         named = (tool_choice.get("function") or {}).get("name")
     for i, call in enumerate(calls):
-        where = f"tool_calls[{i}]"
-        function = call.get("function") or {}
-        name = function.get("name")
-        if call.get("error"):
-            problems.append(ReplyProblem(where, f"the call could not be read: {call['error']}"))
-        if name not in offered:
-            known = ", ".join(offered) or "none"
-            problems.append(
-                ReplyProblem(
-                    f"{where}.function.name", f"{name!r} is not an offered tool (offered: {known})"
-                )
-            )
-            continue
-        if named is not None and name != named:
-            problems.append(
-                ReplyProblem(
-                    f"{where}.function.name",
-                    f"tool_choice asks for {named!r}, the reply calls {name!r}",
-                )
-            )
-        raw = function.get("arguments")
-        try:
-            args = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError as exc:
-            problems.append(ReplyProblem(f"{where}.function.arguments", f"not valid JSON: {exc}"))
-            continue
-        if not isinstance(args, Mapping):
-            problems.append(
-                ReplyProblem(f"{where}.function.arguments", f"not a JSON object: {raw!r}")
-            )
-            continue
-        problems += _against(
-            args, offered[name].parameters, f"{where}.function.arguments", jsonschema
-        )
+        found = _call_problems(call, f"tool_calls[{i}]", offered, named, jsonschema)
+        if not found and call.get("error"):  # what the parser saw that the checks above did not
+            found = [
+                ReplyProblem(f"tool_calls[{i}]", f"the call could not be read: {call['error']}")
+            ]
+        problems += found
     if tool_choice == "none" and calls:
         problems.append(ReplyProblem("tool_calls", 'tool_choice "none" forbids calls'))
     if (tool_choice == "required" or named is not None) and not calls:
@@ -110,6 +82,31 @@ def check_reply(
             else:
                 problems += _against(value, schema, "content", jsonschema)
     return problems
+
+
+def _call_problems(
+    call: Mapping[str, Any], where: str, offered: Mapping[str, Any], named: Any, jsonschema: Any
+) -> list[ReplyProblem]:
+    function = call.get("function") or {}
+    name = function.get("name")
+    if name not in offered:
+        known = ", ".join(offered) or "none"
+        what = f"{name!r} is not an offered tool (offered: {known})"
+        return [ReplyProblem(f"{where}.function.name", what)]
+    found = []
+    if named is not None and name != named:
+        what = f"tool_choice asks for {named!r}, the reply calls {name!r}"
+        found.append(ReplyProblem(f"{where}.function.name", what))
+    raw = function.get("arguments")
+    try:
+        args = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        return [*found, ReplyProblem(f"{where}.function.arguments", f"not valid JSON: {exc}")]
+    if not isinstance(args, Mapping):
+        return [*found, ReplyProblem(f"{where}.function.arguments", f"not a JSON object: {raw!r}")]
+    return found + _against(
+        args, offered[str(name)].parameters, f"{where}.function.arguments", jsonschema
+    )
 
 
 def _against(

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import ChatFmtError, ValidationError
 from .calls import CallGrammar, Tool
 from .format_of import reasoning_state, tool_call_format
-from .gbnf import WS_RULE, SchemaRules, check_gbnf, lit, seq, until_rules
+from .gbnf import WS_RULE, SchemaRules, check_gbnf, lit, prune, seq, until_rules
 from .schemas import offered_tools, response_schema
 from .structural_tag import structural_tag
 
@@ -140,7 +140,7 @@ def _compile(
     response_format: Mapping[str, Any] | None,
     options: Mapping[str, Any],
 ) -> Constraint | None:
-    from ..gateway.tool_choice import call_parts, prefill_for
+    from ..gateway.tool_choice import call_parts, prefill_for, prefill_of
 
     schema = response_schema(response_format)
     tools = offered_tools(raw_tools)
@@ -166,7 +166,7 @@ def _compile(
         body = seq("think-body", lit(closer), "ws")
         reasoning = "reasoning"
         rules.append(
-            f"reasoning ::= {body}" if inside else f"reasoning ::= ( {seq(lit(opener), body)} )?"
+            f"reasoning ::= {body}" if inside else f"reasoning ::= ws ( {seq(lit(opener), body)} )?"
         )
     json_rule = (
         schemas.rule(schema, "content", "response_format.json_schema.schema")
@@ -190,7 +190,12 @@ def _compile(
     rules.append("any-call ::= " + " | ".join(f"call-{t.index}" for t in tools))
     more = f"( {shape.sep} any-call )*" if parallel else ""
     block = seq(shape.block_begin, "any-call", more, shape.block_end)
-    parts = call_parts(template, options) if fmt.encoding else None
+    try:
+        parts = call_parts(template, options)
+    except ChatFmtError:
+        if choice != "auto" and not reasoning:  # a prefill is needed and cannot be found
+            raise
+        parts = None  # the grammar writes the whole call; no structural tag
     trigger = _trigger(fmt, parts.opening if parts else "")
     tag = None
     prefill = ""
@@ -210,7 +215,8 @@ def _compile(
         if reasoning:  # a prefill cannot follow a reasoning block the model has yet to write
             root = seq(reasoning, block)
         else:
-            prefill = prefill_for(template, options, "required")
+            assert parts is not None
+            prefill = prefill_of(template, parts, "required", after_prompt=False)
             rest = " | ".join(f"rest-{t.index}" for t in tools)
             root = seq(f"( {rest} )", more, shape.block_end)
     else:
@@ -219,7 +225,8 @@ def _compile(
         if reasoning:
             root = seq(reasoning, shape.block_begin, f"call-{tool.index}", shape.block_end)
         else:
-            prefill = prefill_for(template, options, tool_choice)
+            assert parts is not None
+            prefill = prefill_of(template, parts, tool_choice, after_prompt=False)
             # what the prefill left of the part between name and arguments (a call id)
             left = ""
             if (
@@ -250,9 +257,7 @@ def _trigger(fmt: Any, opening: str) -> str | None:
 
 
 def _finish(rules: list[str], schemas: SchemaRules | None, root: str) -> str:
-    text = (
-        "\n".join([f"root ::= {root}", *rules, schemas.rules() if schemas else ""]).strip() + "\n"
-    )
+    text = prune("\n".join([f"root ::= {root}", *rules, schemas.rules() if schemas else ""]))
     check_gbnf(text)
     return text
 

@@ -44,12 +44,10 @@ def _find(template: Any, options: Mapping[str, Any]) -> ToolCallFormat | None:
     forms = _declared(getattr(template, "tool_parser_class", None))
     if len(forms) == 1:
         return forms[0]
-    if forms:
+    if forms:  # the most specific form the template's own call shows
         turn = _call_turn(template, options)
-        for form in forms:
-            if turn is not None and _in_order(turn, form.markers()):
-                return form
-        return forms[0]
+        fits = [f for f in forms if turn is not None and _in_order(turn, f.markers())]
+        return max(fits, key=lambda f: len(f.markers())) if fits else forms[0]
     return _derived(template, options)
 
 

@@ -10,6 +10,7 @@ parse a grammar before it uses it and an invalid one crashes the process.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from ..errors import ChatFmtError, ValidationError
@@ -116,6 +117,31 @@ class SchemaRules:
         """The rules added so far, as GBNF."""
         text: str = self._conv.format_grammar()
         return text
+
+
+_LITERALS = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]')
+_NAMES = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+
+
+def prune(gbnf: str) -> str:
+    """``gbnf`` with only the rules ``root`` reaches (one rule per line, as written here and
+    by llama.cpp's converter), so llama.cpp and the check read no unused rules."""
+    bodies: dict[str, str] = {}
+    order: list[str] = []
+    for line in gbnf.splitlines():
+        name, sep, body = line.partition(" ::= ")
+        if sep:
+            bodies[name.strip()] = body
+            order.append(name.strip())
+    seen = {"root"}
+    todo = ["root"]
+    while todo:
+        body = _LITERALS.sub(" ", bodies.get(todo.pop(), ""))
+        for ref in _NAMES.findall(body):
+            if ref in bodies and ref not in seen:
+                seen.add(ref)
+                todo.append(ref)
+    return "".join(f"{n} ::= {bodies[n]}\n" for n in order if n in seen)
 
 
 def check_gbnf(gbnf: str) -> None:

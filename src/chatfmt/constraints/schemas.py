@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,22 +12,44 @@ from .calls import Tool
 
 
 def check_schema(schema: Any, field: str) -> None:
-    """Raise :class:`ValidationError` naming ``field`` unless ``schema`` is a valid JSON schema."""
+    """Raise :class:`ValidationError` naming ``field`` unless ``schema`` is a valid JSON schema.
+
+    Checked against the draft the schema names (``$schema``), else draft 7 (what OpenAI's
+    function schemas are written in; its meta-schema checks ~10x faster than 2020-12's).
+    Results are cached per schema text."""
     if not isinstance(schema, (Mapping, bool)):
         raise ValidationError(
             f"a JSON schema is an object, not {type(schema).__name__}", field=field
         )
+    key = json.dumps(schema, sort_keys=True, default=repr)
+    found = _CHECKED.get(key)
+    if found is None:
+        found = _CHECKED[key] = _schema_error(schema)
+        if len(_CHECKED) > 4096:
+            _CHECKED.clear()
+    if found:
+        raise ValidationError(found, field=field)
+
+
+#: Schema text → its problem ("" when valid).
+_CHECKED: dict[str, str] = {}
+_META: dict[Any, Any] = {}
+
+
+def _schema_error(schema: Any) -> str:
     try:
         import jsonschema
     except ImportError:  # pragma: no cover - depends on the install
         raise ChatFmtError("checking schemas needs jsonschema: install chatfmt[agent]") from None
-    try:
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in exc.path)
-        raise ValidationError(
-            f"invalid JSON schema{' at ' + where if where else ''}: {exc.message}", field=field
-        ) from None
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+    meta = _META.get(cls)
+    if meta is None:
+        meta = _META[cls] = cls(cls.META_SCHEMA)
+    error = jsonschema.exceptions.best_match(meta.iter_errors(schema))
+    if error is None:
+        return ""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+    return f"invalid JSON schema{' at ' + where if where else ''}: {error.message}"
 
 
 def response_schema(response_format: Mapping[str, Any] | None) -> Mapping[str, Any] | None:

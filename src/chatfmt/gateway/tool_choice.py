@@ -63,6 +63,9 @@ class CallParts:
     #: The rest of the turn after the arguments object (``}\n</tool_call><|im_end|>…``);
     #: ``""`` where the arguments are not one JSON object.
     after_args: str
+    #: Whether the generation prompt starts the rendered call turn (else it opens a reasoning
+    #: block the rendered history drops, and the opening cannot follow it as a prefill).
+    follows_prompt: bool = True
 
 
 #: Call parts (or the reason there are none) per template object, then per options.
@@ -121,9 +124,9 @@ def _find_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
         )
     except ChatFmtError as exc:
         raise ChatFmtError(f"{refuse}: rendering a probe call failed: {exc}") from None
-    if not whole.startswith(head):
-        raise ChatFmtError(f"{refuse}: its generation prompt does not start the assistant turn")
-    turn = whole[len(head) :]
+    from ..parsing.derived_probe import _shared_head
+
+    turn = whole[_shared_head(head, whole) :]  # after a reasoning opener the call turn drops
     at = turn.find(_PROBE_NAME)
     opening = turn[:at]
     if at < 0 or _PROBE_ARG in opening:
@@ -149,7 +152,7 @@ def _find_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
         between = _KEY_OPENING.sub("", between)
     if _PROBE_ID in between:  # a call id is the model's to write
         between = between[: between.find(_PROBE_ID)]
-    return CallParts(opening, between, after)
+    return CallParts(opening, between, after, whole.startswith(head))
 
 
 #: Markup opening an argument's key at the end of the text after a name (``<parameter=``,
@@ -166,12 +169,25 @@ def prefill_for(template: Template, options: Mapping[str, Any], choice: Any) -> 
     """
     if choice in (None, "auto", "none"):
         return ""
-    opening = call_opening(template, options)
+    return prefill_of(template, call_parts(template, options), choice, after_prompt=True)
+
+
+def prefill_of(template: Template, parts: CallParts, choice: Any, *, after_prompt: bool) -> str:
+    """The prefill for ``required`` / a named ``choice`` from ``template``'s call ``parts``.
+
+    ``after_prompt``: refuse a template whose generation prompt opens a reasoning block its
+    calls drop (the prefill would land inside the reasoning)."""
+    if after_prompt and not parts.follows_prompt:
+        raise ChatFmtError(
+            f"template {template.name!r} cannot be made to call a tool by a prefill: its "
+            "generation prompt ends with text its rendered calls do not continue (e.g. an "
+            "opened reasoning block)"
+        )
     if choice == "required":
-        if not opening.strip():  # ChatGLM3, GLM-4: a call is its name; nothing forces one
+        if not parts.opening.strip():  # ChatGLM3, GLM-4: a call is its name; nothing forces one
             raise ChatFmtError(
                 f"template {template.name!r} cannot be made to call some tool "
                 "(its calls have no opening marker to prefill); name the function instead"
             )
-        return opening
-    return opening + choice["function"]["name"] + name_close(template, options)
+        return parts.opening
+    return parts.opening + choice["function"]["name"] + parts.name_close
