@@ -34,7 +34,7 @@ TOOLS = [
             "parameters": {
                 "type": "object",
                 "properties": {
-                    "city": {"type": "string", "maxLength": 40},
+                    "city": {"type": "string", "maxLength": 16},
                     "days": {"type": "integer", "minimum": 1, "maximum": 14},
                 },
                 "required": ["city"],
@@ -61,8 +61,8 @@ REPORT = {
         "schema": {
             "type": "object",
             "properties": {
-                "city": {"type": "string", "maxLength": 40},
-                "summary": {"type": "string", "maxLength": 200},
+                "city": {"type": "string", "maxLength": 16},
+                "summary": {"type": "string"},
                 "sunny": {"type": "boolean"},
             },
             "required": ["city", "summary", "sunny"],
