@@ -9,7 +9,7 @@ same seeds. Reported per kind: time to the first token, milliseconds per generat
 after the first (the grammar's cost per step), tokens per reply, and the compile time of
 its constraint (first and cached).
 
-    python benchmarks/bench_constrained_decoding.py [--rounds 3] [--max-tokens 64]
+    python benchmarks/bench_constrained_decoding.py [--rounds 3] [--max-tokens 64] [--threads N]
 """
 
 from __future__ import annotations
@@ -118,9 +118,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     args = parser.parse_args()
     template = chatfmt.get_template("qwen2.5")
-    backend = LlamaCppBackend()
+    backend = LlamaCppBackend(n_threads=args.threads)
     table = kinds(template)
     results: dict[str, list[tuple[float, float, int]]] = {name: [] for name in table}
 
@@ -139,7 +140,11 @@ def main() -> None:
                     results[name].append(measured)
 
     asyncio.run(run())
-    print(f"SmolLM2-135M Q4 (embedded), {args.rounds} rounds, max_tokens {args.max_tokens}\n")
+    threads = args.threads or "default"
+    print(
+        f"SmolLM2-135M Q4 (embedded), {args.rounds} rounds, max_tokens {args.max_tokens}, "
+        f"{threads} threads\n"
+    )
     print("| constraint | compile first / cached (ms) | first token (ms) | ms per token | tokens |")
     print("|---|---|---|---|---|")
     for name, runs in results.items():
