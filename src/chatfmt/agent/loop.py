@@ -117,11 +117,11 @@ class Agent:
 
     def _constraint(self) -> Constraint | None:
         """The tools' constraint (``None`` without tools, or where the format has none)."""
-        if not self.tool_definitions:
+        if not self.tool_definitions or self.native_code:  # code calls stay unconstrained
             return None
         try:
             return compile_constraint(
-                self.template, tools=self.tool_definitions, tool_choice="auto", options=self.options
+                self.template, tools=self._functions(), tool_choice="auto", options=self.options
             )
         except ChatFmtError:  # calls are still checked, after the fact
             return None
@@ -249,9 +249,13 @@ class Agent:
         return prompt.text, prompt.ids
 
     # ------------------------------------------------------------------ tools
+    def _functions(self) -> list[dict[str, Any]]:
+        """The function tools offered (not the native code interpreter)."""
+        return [t for t in self.tool_definitions if t.get("type") == "function"]
+
     def _rejected(self, message: dict[str, Any], calls: list[ParsedToolCall]) -> dict[int, str]:
         """What is wrong with each call that is not run, by call index (the gateway's check)."""
-        problems = check_reply(message, tools=self.tool_definitions)
+        problems = check_reply(message, tools=self._functions())
         out: dict[int, list[str]] = {}
         for problem in problems:
             head, _, _ = problem.where.partition("]")

@@ -58,9 +58,20 @@ class ChatInput:
     response_format: dict[str, Any] | None = None  # json_object / json_schema (None: text)
 
     @property
+    def function_tools(self) -> list[Any]:
+        """The function tools offered (what the constraint and the check know)."""
+        return [t for t in self.tools or () if t.get("type", "function") == "function"]
+
+    @property
+    def only_functions(self) -> bool:
+        """Whether every offered tool is a function (a code interpreter is not constrained)."""
+        return len(self.function_tools) == len(self.tools or ())
+
+    @property
     def checked(self) -> bool:
-        """Whether replies are validated: tools were offered or a format was asked for."""
-        return bool(self.tools) or self.response_format is not None
+        """Whether replies are validated: function tools were offered (and nothing else,
+        such as a code interpreter), or a format was asked for."""
+        return (bool(self.tools) and self.only_functions) or self.response_format is not None
 
 
 def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
@@ -195,7 +206,7 @@ def _constraint(chat: ChatInput) -> Constraint | None:
     A malformed schema (``tools[i].function.parameters``, ``response_format.json_schema``)
     is a 400 naming it.
     """
-    if not chat.checked:
+    if not chat.checked or not chat.only_functions:
         return None
     try:
         return compile_constraint(
@@ -328,7 +339,7 @@ def reply_error(prepared: Prepared, turn: ParsedTurn, message: dict[str, Any]) -
         return None
     problems = check_reply(
         message,
-        tools=chat.tools,
+        tools=chat.function_tools,
         tool_choice=chat.tool_choice if chat.tool_choice is not None else "auto",
         response_format=chat.response_format,
     )
