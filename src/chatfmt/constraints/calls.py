@@ -3,7 +3,7 @@
 A call reads ``head NAME mid ARGS tail``; calls sit in a block ``block_begin call (sep call)*
 block_end``. The grammar rules are built so that a continuation can start after any prefill
 chatfmt writes: after the opening (``block_begin head``: ``required``) or after the name and
-what closes it (``named``). Whitespace between markers is free (up to 20 characters), so the
+what closes it (``named``). Whitespace between markers is free (up to 4 characters), so the
 template's own rendering and small variations are accepted. Argument values: JSON via
 llama.cpp's JSON-schema converter; XML-style parameters and pythonic keyword arguments are
 typed per property (strings raw where the format writes them raw, up to the closing marker).
@@ -45,8 +45,9 @@ class Shape:
     json_name: bool  # the name is written inside a JSON string
 
 
-def shape(fmt: ToolCallFormat) -> Shape:
-    """The block/call expressions of ``fmt``'s encoding."""
+def shape(fmt: ToolCallFormat, name_close: str = "") -> Shape:
+    """The block/call expressions of ``fmt``'s encoding (``name_close``: what the template
+    writes between a call's name and its arguments, where known)."""
     enc = fmt.encoding
     opt_calls_begin = seq(lit(fmt.calls_begin), "ws") if fmt.calls_begin else ""
     calls_end = seq("ws", lit(fmt.calls_end)) if fmt.calls_end else ""
@@ -85,8 +86,13 @@ def shape(fmt: ToolCallFormat) -> Shape:
             if fmt.name_open
             else lit(fmt.call_begin)
         )
+        # whitespace around the separator only where the template writes some (DeepSeek's
+        # "\n```json\n"); none in ``functions.NAME:0`` (Kimi), where it would join the name
         mid = seq(
-            "ws", lit(fmt.name_sep), *(("call-id", lit(fmt.id_end)) if fmt.id_end else ()), "ws"
+            "ws" if name_close[:1].isspace() else "",
+            lit(fmt.name_sep),
+            *(("call-id", lit(fmt.id_end)) if fmt.id_end else ()),
+            "ws" if name_close[-1:].isspace() else "",
         )
         return Shape(
             opt_calls_begin, head, mid, seq("ws", lit(fmt.call_end)), sep, calls_end, False
@@ -122,9 +128,11 @@ class CallGrammar:
     """The rules for calls of ``tools`` in ``fmt``: ``call-N`` (a whole call of tool N),
     ``name-N``/``args-N`` (its name and arguments) and the shared rules they use."""
 
-    def __init__(self, fmt: ToolCallFormat, tools: Sequence[Tool], schemas: SchemaRules) -> None:
+    def __init__(
+        self, fmt: ToolCallFormat, tools: Sequence[Tool], schemas: SchemaRules, name_close: str = ""
+    ) -> None:
         self.fmt = fmt
-        self.shape = shape(fmt)
+        self.shape = shape(fmt, name_close)
         self.rules: list[str] = []
         self._schemas = schemas
         self._shared: set[str] = set()
@@ -189,10 +197,8 @@ class CallGrammar:
             return rule
         if isinstance(strings, list) and strings and all(isinstance(s, str) for s in strings):
             return seq("ws", "(" + " | ".join(lit(s) for s in strings) + ")", "ws")
-        if kind == "boolean":  # templates write str(value): Python's True/False, or JSON's
+        if kind == "boolean" and enc == "xml_function":  # written with str(): True/False
             return seq("ws", '( "true" | "false" | "True" | "False" )', "ws")
-        if kind == "null":
-            return seq("ws", '( "null" | "None" )', "ws")
         return seq("ws", self._schemas.rule(schema, name, field), "ws")
 
     def _python_value(self, schema: Mapping[str, Any], name: str, field: str) -> str:

@@ -61,7 +61,8 @@ def compile_constraint(
     response_format: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Constraint | None:
-    """The constraint for one request on ``template`` (a :class:`~chatfmt.template.Template`).
+    """The constraint for one request on ``template`` (a :class:`~chatfmt.template.Template` or
+    a template name).
 
     ``None`` when there is nothing to constrain (no tools or ``tool_choice="none"``, and no
     ``response_format`` beyond text). Raises :class:`~chatfmt.errors.ValidationError` naming the
@@ -70,6 +71,10 @@ def compile_constraint(
     how to fix it when the template has no tool-call format. Cached per template object and
     request (a repeat costs a lookup).
     """
+    if isinstance(template, str):
+        from ..api import get_template
+
+        template = get_template(template)
     opts = dict(options or {})
     key = json.dumps(
         [tools, tool_choice, bool(parallel_tool_calls), response_format, opts],
@@ -184,18 +189,20 @@ def _compile(
         return Constraint(prefill, "", None, schema, None, None)
 
     assert schemas is not None
-    calls = CallGrammar(fmt, tools, schemas)
-    shape = calls.shape
-    rules += calls.rules
-    rules.append("any-call ::= " + " | ".join(f"call-{t.index}" for t in tools))
-    more = f"( {shape.sep} any-call )*" if parallel else ""
-    block = seq(shape.block_begin, "any-call", more, shape.block_end)
     try:
         parts = call_parts(template, options)
     except ChatFmtError:
         if choice != "auto" and not reasoning:  # a prefill is needed and cannot be found
             raise
         parts = None  # the grammar writes the whole call; no structural tag
+    name_close = parts.name_close if parts is not None else ""
+    rules[1] = f"call-id ::= {_id_pattern(fmt, name_close)}"
+    calls = CallGrammar(fmt, tools, schemas, name_close)
+    shape = calls.shape
+    rules += calls.rules
+    rules.append("any-call ::= " + " | ".join(f"call-{t.index}" for t in tools))
+    more = f"( {shape.sep} any-call )*" if parallel else ""
+    block = seq(shape.block_begin, "any-call", more, shape.block_end)
     trigger = _trigger(fmt, parts.opening if parts else "")
     tag = None
     prefill = ""
@@ -243,6 +250,15 @@ def _compile(
         else gbnf
     )
     return Constraint(prefill, gbnf, lazy, schema, tag, ebnf)
+
+
+def _id_pattern(fmt: Any, name_close: str) -> str:
+    """Call ids as the template writes them: an index (Kimi's ``:0``), else alphanumerics."""
+    if fmt.id_end and fmt.name_sep and name_close.startswith(fmt.name_sep):
+        written = name_close[len(fmt.name_sep) :].split(fmt.id_end, 1)[0]
+        if written.isdigit():
+            return "[0-9]{1,4}"
+    return "[A-Za-z0-9_-]{1,40}"
 
 
 def _trigger(fmt: Any, opening: str) -> str | None:

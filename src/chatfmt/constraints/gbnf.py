@@ -15,8 +15,8 @@ from typing import Any
 
 from ..errors import ChatFmtError, ValidationError
 
-#: Whitespace between markers (bounded so a constrained model cannot loop on blank lines).
-WS_RULE = "ws ::= [ \\t\\n]{0,20}"
+#: Whitespace between markers (bounded: a constrained small model pads with blank lines).
+WS_RULE = "ws ::= [ \\t\\n]{0,4}"
 
 
 def lit(text: str) -> str:
