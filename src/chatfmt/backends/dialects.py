@@ -5,25 +5,25 @@ OpenAI-compatible ``/v1/completions`` server; the engine kind decides the body's
 engine-specific fields. The kind is configured per backend (``backend_kind``,
 ``--backend-kind``) or detected once from the engine's own endpoints (:func:`detect_kind`).
 
-=================== ===================================================================
-kind                constraint fields (one constraint per request)
-=================== ===================================================================
-``llama.cpp``       ``grammar`` (GBNF); lazy: ``grammar_lazy: true`` and
-                    ``grammar_triggers: [{"type": 1, "value": trigger}]`` (type 1 is
-                    ``COMMON_GRAMMAR_TRIGGER_TYPE_WORD``; llama.cpp server, ``tools/server``,
-                    b5000+). Sampling: ``repeat_penalty``.
-``llama-cpp-python`` ``grammar`` (GBNF) only, a string prompt only, ``repeat_penalty``
-                    (llama-cpp-python 0.3.36 ``llama_cpp.server``); lazy: emulated
-                    (:mod:`.lazy`).
-``vllm``            ``structured_outputs: {"json": schema}`` or ``{"grammar": ebnf}``;
-                    lazy: ``response_format: {"type": "structural_tag", …}``, else the
-                    constraint's ``ebnf`` (free text included) as the grammar, else
-                    emulated (vLLM ≥ 0.12, where the ``guided_*`` fields were removed).
-``sglang``          ``json_schema`` (a JSON string) or ``ebnf``; lazy: ``response_format``
-                    ``structural_tag``, else ``ebnf`` (free text included), else emulated
-                    (SGLang ``CompletionRequest``, 0.5).
-``generic``         none: the prompt's prefill only; the reply is validated.
-=================== ===================================================================
+Constraint fields per kind (one constraint per request):
+
+- ``llama.cpp`` (llama-server, ``tools/server``, b5000+): ``grammar`` (GBNF); lazy:
+  ``grammar_lazy: true`` and ``grammar_triggers: [{"type": 1, "value": trigger}]`` (type 1
+  is ``COMMON_GRAMMAR_TRIGGER_TYPE_WORD``). Sampling: ``repeat_penalty``.
+- ``llama-cpp-python`` (0.3.36, ``python -m llama_cpp.server``): ``grammar`` only, a string
+  prompt only, ``repeat_penalty``; lazy: emulated (:mod:`.lazy`).
+- ``vllm`` (≥ 0.12, where the ``guided_*`` fields were removed): ``structured_outputs``
+  ``{"json": schema}`` or ``{"grammar": ebnf}``; lazy: ``response_format`` ``{"type":
+  "structural_tag", …}``, else the constraint's ``ebnf`` (free text included) as the
+  grammar, else emulated.
+- ``sglang`` (0.5, its ``CompletionRequest``): ``json_schema`` (a JSON string) or ``ebnf``;
+  lazy: ``response_format`` ``structural_tag``, else ``ebnf`` (free text included), else
+  emulated.
+- ``generic``: none; the prompt's prefill only, and the reply is validated.
+
+llama.cpp kinds get a JSON answer as the compiled ``grammar`` too, not as ``json_schema``:
+the grammar was made by llama.cpp's own schema converter and validated, and one field for
+every constraint keeps the two servers alike.
 """
 
 from __future__ import annotations
