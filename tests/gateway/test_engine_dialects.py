@@ -257,3 +257,15 @@ def test_the_engine_is_detected_once_from_its_own_endpoints(
 def test_an_unknown_kind_is_refused() -> None:
     with pytest.raises(ChatFmtError, match="unknown backend kind 'tgi'"):
         OpenAICompletionsBackend("http://127.0.0.1:1/v1", kind="tgi")
+
+
+def test_the_kind_is_configured_per_model_in_the_config_file(tmp_path: Any) -> None:
+    from chatfmt.gateway.config import load_config
+
+    config = tmp_path / "serve.toml"
+    config.write_text('[models.a]\nbackend = "http://127.0.0.1:1/v1"\nbackend_kind = "sglang"\n')
+    (spec,), _limits = load_config(config)
+    assert spec.backend_kind == "sglang"
+    config.write_text('[models.a]\nbackend = "http://127.0.0.1:1/v1"\nbackend_kind = "tgi"\n')
+    with pytest.raises(ChatFmtError, match=r"models\.a\.backend_kind: unknown backend kind 'tgi'"):
+        load_config(config)
