@@ -270,3 +270,20 @@ def test_auto_returns_text_or_offered_calls_never_an_unknown_tool(smol: Any) -> 
             assert_valid_calls(message["tool_calls"], {"get_weather", "get_time"})
         else:
             assert isinstance(message["content"], str)
+
+
+def test_a_code_interpreter_offered_with_functions_is_left_unconstrained() -> None:
+    """A code interpreter is no function: nothing is constrained, and its calls pass."""
+    code = "<|action_start|><|interpreter|>\n```python\nprint(1)\n```<|action_end|>\n"
+    backend = ScriptedBackend([code])
+    entry = ModelEntry("m", backend, chatfmt.get_template("internlm2"))
+    with gateway(create_app({"m": entry})) as base:
+        tools = [WEATHER, {"type": "code_interpreter"}]
+        resp = httpx.post(
+            base + "/v1/chat/completions",
+            json={"model": "m", "messages": ASK, "tools": tools},
+            timeout=30,
+        )
+    assert resp.status_code == 200, resp.text
+    assert backend.requests[0].constraint is None
+    assert resp.json()["choices"][0]["message"]["tool_calls"][0]["type"] == "code_interpreter"
