@@ -287,3 +287,13 @@ def test_a_code_interpreter_offered_with_functions_is_left_unconstrained() -> No
     assert resp.status_code == 200, resp.text
     assert backend.requests[0].constraint is None
     assert resp.json()["choices"][0]["message"]["tool_calls"][0]["type"] == "code_interpreter"
+
+
+def test_render_shows_the_constraint() -> None:
+    with scripted() as (_backend, base):
+        body = {"model": "m", "messages": ASK, "tools": TOOLS}
+        auto = httpx.post(base + "/v1/render", json=body, timeout=30).json()
+        plain = httpx.post(base + "/v1/render", json={**body, "tools": None}, timeout=30).json()
+    assert auto["constraint"]["trigger"] == "<tool_call>"
+    assert auto["constraint"]["gbnf"].startswith("root ::=")
+    assert "constraint" not in plain
