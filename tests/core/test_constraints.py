@@ -8,6 +8,7 @@ was not offered or a wrongly typed argument must not.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -65,12 +66,14 @@ NAMED = {"type": "function", "function": {"name": "get_weather"}}
 NAMED_TIME = {"type": "function", "function": {"name": "get_time"}}
 
 
-def _templates() -> list[Any]:
-    seen: dict[int, Any] = {}
+def _tool_templates() -> list[str]:
+    """Names of the templates with a tool parser (their formats are found in the test, not at
+    collection)."""
+    seen: dict[int, str] = {}
     for tpl in chatfmt.REGISTRY:
-        if tpl.tool_parser_class is not None and id(tpl) not in seen:
-            seen[id(tpl)] = tpl
-    return [t for t in seen.values() if tool_call_format(t) is not None]
+        if tpl.tool_parser_class is not None:
+            seen.setdefault(id(tpl), tpl.name)
+    return list(seen.values())
 
 
 def _own_call(tpl: Any) -> str | None:
@@ -115,11 +118,18 @@ def _continuation(tpl: Any, choice: Any, call: str) -> tuple[Any, str]:
     return constraint, text
 
 
-TEMPLATES = _templates()
-
-
-@pytest.mark.parametrize("tpl", TEMPLATES, ids=[t.name for t in TEMPLATES])
-def test_the_template_own_call_is_accepted_and_bad_calls_are_not(tpl: Any) -> None:
+@pytest.mark.parametrize("name", _tool_templates())
+def test_the_template_own_call_is_accepted_and_bad_calls_are_not(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    if tool_call_format(tpl) is None:  # no grammar: a prefill (or a clear refusal) only
+        assert compile_constraint(tpl, tools=TOOLS) is None
+        try:
+            named = compile_constraint(tpl, tools=TOOLS, tool_choice=NAMED)
+        except chatfmt.ChatFmtError as exc:
+            assert "cannot be made to call" in str(exc)
+        else:
+            assert named is not None and named.gbnf == "" and "get_weather" in named.prefill
+        return
     call = _own_call(tpl)
     if call is None:
         pytest.skip(f"{tpl.name} renders no assistant tool calls")
@@ -371,3 +381,55 @@ def test_xgrammar_reads_the_ebnf_and_the_structural_tag(name: str) -> None:
     if auto.structural_tag is not None:
         tag = xgr.Grammar.from_structural_tag(json.dumps(auto.structural_tag))
         assert _is_grammar_accept_string(tag, "Checking. " + call[call.index(auto.trigger or "") :])
+
+
+@pytest.mark.parametrize(
+    ("name", "prefill", "rest"),
+    [
+        (
+            "qwen3-coder",
+            "<tool_call>\n<function=get_weather>\n",
+            "<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n2\n</parameter>\n"
+            "</function>\n</tool_call>",
+        ),
+        (
+            "mistral-v7",
+            "[TOOL_CALLS]get_weather[CALL_ID]",
+            'a1b2c3d4e[ARGS]{"city": "Oslo", "days": 2}',
+        ),
+        (
+            "kimi-k2",
+            "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0"
+            "<|tool_call_argument_begin|>",
+            '{"city": "Oslo", "days": 2}<|tool_call_end|><|tool_calls_section_end|>',
+        ),
+        (
+            "lfm2.5-moe",
+            "<|tool_call_start|>[get_weather(",
+            "city='Oslo', days=2)]<|tool_call_end|>",
+        ),
+    ],
+)
+def test_named_prefills_close_the_name_in_every_encoding(
+    name: str, prefill: str, rest: str
+) -> None:
+    """The prefill ends where the arguments begin (a call id is left to the model), and what
+    the model writes next is held to the tool's schema."""
+    from chatfmt.gateway.tool_choice import prefill_for
+
+    tpl = chatfmt.get_template(name)
+    assert prefill_for(tpl, {}, NAMED) == prefill
+    constraint = compile_constraint(tpl, tools=TOOLS, tool_choice=NAMED)
+    assert constraint is not None
+    if reasoning_state(tpl, {}, tool_call_format(tpl)) is not None:
+        # the model may think first (LFM2.5): no prefill, the whole call is in the grammar
+        assert constraint.prefill == ""
+        text = prefill + rest
+    else:
+        assert constraint.prefill == prefill
+        text = rest
+    assert gbnf_accepts(constraint.gbnf, text)
+    wrong = re.sub(r"(days\W{1,4})2", r"\1[2]", text, count=1)  # an integer written as a list
+    assert wrong != text and not gbnf_accepts(constraint.gbnf, wrong)
+    parsed = chatfmt.parse(prefill + rest, tpl, tools=TOOLS)
+    assert check_reply(parsed, tools=TOOLS, tool_choice=NAMED) == []

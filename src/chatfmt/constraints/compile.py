@@ -13,6 +13,7 @@ from ..errors import ChatFmtError, ValidationError
 from .calls import CallGrammar, Tool
 from .format_of import reasoning_state, tool_call_format
 from .gbnf import WS_RULE, SchemaRules, check_gbnf, lit, prune, seq, until_rules
+from .memo import per_template
 from .schemas import offered_tools, response_schema
 from .structural_tag import structural_tag
 
@@ -46,10 +47,7 @@ class Constraint:
 
 
 #: Per template object: request key → compiled constraint (or the error it raised).
-_CACHE: weakref.WeakKeyDictionary[Any, dict[str, Constraint | ChatFmtError | None]] = (
-    weakref.WeakKeyDictionary()
-)
-_CACHE_MAX = 512
+_CACHE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def compile_constraint(
@@ -81,25 +79,14 @@ def compile_constraint(
         sort_keys=True,
         default=repr,
     )
-    try:
-        cache = _CACHE.setdefault(template, {})
-    except TypeError:  # not weakly referenceable: no cache
-        cache = {}
-    if key in cache:
-        found = cache[key]
-    else:
-        if len(cache) >= _CACHE_MAX:
-            cache.clear()
-        try:
-            found = _compile(
-                template, tools or (), tool_choice, bool(parallel_tool_calls), response_format, opts
-            )
-        except ChatFmtError as exc:
-            found = exc
-        cache[key] = found
-    if isinstance(found, ChatFmtError):
-        raise found
-    return found
+    return per_template(
+        _CACHE,
+        template,
+        key,
+        lambda: _compile(
+            template, tools or (), tool_choice, bool(parallel_tool_calls), response_format, opts
+        ),
+    )
 
 
 def _choice(tool_choice: Any, tools: Sequence[Tool]) -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import ChatFmtError
 from ..parsing.derived_format import ToolCallFormat
+from .memo import per_template
 
 #: Per template object: options key → format (or None).
 _FORMATS: weakref.WeakKeyDictionary[Any, dict[str, ToolCallFormat | None]] = (
@@ -31,13 +32,10 @@ def tool_call_format(
 
     opts = dict(options or {})
     key = json.dumps(opts, sort_keys=True, default=repr)
-    try:
-        cache = _FORMATS.setdefault(template, {})
-    except TypeError:
-        cache = {}
-    if key not in cache:
-        cache[key] = _find(template, opts)
-    return cache[key]
+    found: ToolCallFormat | None = per_template(
+        _FORMATS, template, key, lambda: _find(template, opts)
+    )
+    return found
 
 
 def _find(template: Any, options: Mapping[str, Any]) -> ToolCallFormat | None:

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..constraints.memo import per_template
 from ..errors import ChatFmtError
 from ..parsing import parse
 from ..template import Template
@@ -69,9 +70,7 @@ class CallParts:
 
 
 #: Call parts (or the reason there are none) per template object, then per options.
-_PARTS: weakref.WeakKeyDictionary[Template, dict[str, CallParts | ChatFmtError]] = (
-    weakref.WeakKeyDictionary()
-)
+_PARTS: weakref.WeakKeyDictionary[Template, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def call_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
@@ -80,20 +79,7 @@ def call_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
     Raises :class:`ChatFmtError` saying why when the template has no opening that works.
     """
     key = json.dumps(dict(options), sort_keys=True, default=repr)
-    try:
-        cache = _PARTS.setdefault(template, {})
-    except TypeError:  # not weakly referenceable: no cache
-        cache = {}
-    found = cache.get(key)
-    if found is None:
-        try:
-            found = _find_parts(template, options)
-        except ChatFmtError as exc:
-            found = exc
-        cache[key] = found
-    if isinstance(found, ChatFmtError):
-        raise found
-    return found
+    return per_template(_PARTS, template, key, lambda: _find_parts(template, options))
 
 
 def call_opening(template: Template, options: Mapping[str, Any]) -> str:
