@@ -49,6 +49,8 @@ from .sse import sse_data
 
 #: How much of an error body is kept in a :class:`BackendHTTPError`.
 _BODY_LIMIT = 500
+#: The longest an engine-detection probe may take (an engine answers its own endpoints at once).
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
 class OpenAICompletionsBackend(Backend):
@@ -161,7 +163,7 @@ class OpenAICompletionsBackend(Backend):
     async def _get_json_or_none(self, url: str) -> Any:
         """A probe: the JSON at ``url``, or ``None`` for any failure."""
         try:
-            async with self._client().get(url) as resp:
+            async with self._client().get(url, timeout=_PROBE_TIMEOUT) as resp:
                 if resp.status >= 400:
                     return None
                 return json.loads(await resp.text(errors="replace"))
