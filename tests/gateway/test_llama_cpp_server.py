@@ -160,3 +160,24 @@ def test_json_schema_answers_are_valid_in_every_sample(served: Any) -> None:
             model="smol", messages=ASK, response_format=fmt, max_tokens=60, seed=seed
         )
         jsonschema.validate(json.loads(reply.choices[0].message.content), ANSWER)
+
+
+def test_a_streamed_required_call_is_valid(served: Any) -> None:
+    stream = served.chat.completions.create(
+        model="smol",
+        messages=ASK,
+        tools=[WEATHER],
+        tool_choice="required",
+        max_tokens=60,
+        seed=3,
+        stream=True,
+    )
+    names: dict[int, str] = {}
+    arguments: dict[int, str] = {}
+    for chunk in stream:
+        for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            names[call.index] = names.get(call.index, "") + (call.function.name or "")
+            arguments[call.index] = arguments.get(call.index, "") + (call.function.arguments or "")
+    assert names and set(names.values()) == {"get_weather"}
+    for text in arguments.values():
+        jsonschema.validate(json.loads(text), WEATHER["function"]["parameters"])
