@@ -7,8 +7,9 @@ parser that reads calls from the model's output and the :class:`~chatfmt.parsing
 renders through ``template`` (its turns, special tokens, default system prompt, stop words
 and options), with the conversation written in that format:
 
-* **tools** — the format's tool section ends the system message (after the template's
-  default system prompt, or as a new system message when there is none);
+* **tools** — the format's tool section ends the system message (after a blank line; when
+  there is none, a system message of the template's default system prompt, if any, and
+  the section is added);
 * **an assistant message with tool calls** — its text, a newline unless the text ends with
   one, then the calls as the format writes them, all as the message's content (trained);
 * **consecutive tool results** — one user message of the format's result blocks.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ChatFmtError, ValidationError
 from .protocol import Conversation, Message, Tool, validate_conversation
 from .requests import RenderRequest
-from .segments import Kind, Segment, join
+from .segments import Kind, Segment
 from .template import RenderContext, Template, _final_message
 
 if TYPE_CHECKING:
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 Pieces = list[tuple[str, bool]]
 #: The index of the system message added for the tool section when there is none.
 _ADDED = -1
+#: Pieces with the index of the message each belongs to (consecutive tool results make one
+#: message of several).
+_Owned = list[tuple[str, bool, int]]
 
 
 @dataclass(frozen=True)
@@ -57,12 +61,14 @@ class ToolFormat:
     tools_section: Callable[[Sequence[Tool]], Pieces]
     #: An assistant message's calls (template name, message) — without its text.
     calls: Callable[[str, Message], Pieces]
-    #: A run of consecutive tool results (template name, messages) as one user message.
-    results: Callable[[str, Sequence[Message]], Pieces]
+    #: One tool result (template name, message); consecutive results make one user message.
+    result: Callable[[str, Message], Pieces]
     #: Between the system text and the tool section.
     system_separator: str = "\n\n"
     #: Between a reply's text and its first call (left out when the text ends with it).
     call_separator: str = "\n"
+    #: Between consecutive tool results.
+    result_separator: str = "\n"
 
 
 _FORMATS: dict[str, ToolFormat] = {}
@@ -213,7 +219,7 @@ class PairedTemplate(Template):
 
     def _prepared(
         self, messages: Any, request: RenderRequest
-    ) -> tuple[Conversation, dict[int, Pieces], RenderRequest]:
+    ) -> tuple[Conversation, dict[int, _Owned], RenderRequest]:
         if isinstance(messages, str):
             messages = [{"role": "user", "content": messages}]
         conv = validate_conversation(
@@ -239,32 +245,25 @@ class PairedTemplate(Template):
 
     def _rewrite(
         self, conv: Conversation, sequence_start: bool
-    ) -> tuple[Conversation, dict[int, Pieces]]:
+    ) -> tuple[Conversation, dict[int, _Owned]]:
         """The conversation in the format, without tools, calls or results, and the pieces
-        of each rewritten message (by index)."""
+        of each rewritten message (by its index)."""
         fmt = self.tool_format
         msgs = list(conv.messages)
-        pieces: dict[int, Pieces] = {}
+        pieces: dict[int, _Owned] = {}
         out: list[Message] = []
         if conv.tools and sequence_start:
-            section = fmt.tools_section(conv.tools)
             first = msgs[0] if msgs and msgs[0].role == "system" else None
-            head: Pieces
+            head: Pieces = []
             if first is not None:
-                text = first.content or ""
-                head = [(text, False), (fmt.system_separator, True)] if text else []
+                head = [(first.content or "", False), (fmt.system_separator, True)]
                 msgs = msgs[1:]
-                index = first.index
             else:
                 default = getattr(self.base, "default_system", None)
-                head = (
-                    [(default, True), (fmt.system_separator, True)]
-                    if isinstance(default, str) and default
-                    else []
-                )
-                index = _ADDED
-            pieces[index] = head + section
-            text = _text(pieces[index])
+                if isinstance(default, str) and default:
+                    head = [(default, True), (fmt.system_separator, True)]
+            index = _ADDED if first is None else first.index
+            text = _own(pieces, index, head + fmt.tools_section(conv.tools))
             out.append(
                 dataclasses.replace(first, content=text)
                 if first is not None
@@ -274,49 +273,57 @@ class PairedTemplate(Template):
         while pos < len(msgs):
             m = msgs[pos]
             if m.role == "tool":
-                end = pos
-                while end < len(msgs) and msgs[end].role == "tool":
-                    end += 1
-                run = msgs[pos:end]
-                pieces[m.index] = fmt.results(self.name, run)
-                text = _text(pieces[m.index])
+                run: _Owned = []
+                while pos < len(msgs) and msgs[pos].role == "tool":
+                    r = msgs[pos]
+                    sep = [(fmt.result_separator, True)] if run else []
+                    run += [(t, markup, r.index) for t, markup in sep + fmt.result(self.name, r)]
+                    pos += 1
+                pieces[m.index] = run
+                text = "".join(t for t, _markup, _owner in run)
                 out.append(Message(role="user", content=text, source_role="user", index=m.index))
-                pos = end
                 continue
             if m.role == "assistant" and m.tool_calls:
-                text = m.content or ""
-                head = [(text, False)] if text else []
-                if text and not text.endswith(fmt.call_separator):
+                head = [(m.content, False)] if m.content else []
+                if m.content and not m.content.endswith(fmt.call_separator):
                     head.append((fmt.call_separator, True))
-                pieces[m.index] = head + fmt.calls(self.name, m)
-                m = dataclasses.replace(m, content=_text(pieces[m.index]), tool_calls=())
+                text = _own(pieces, m.index, head + fmt.calls(self.name, m))
+                m = dataclasses.replace(m, content=text, tool_calls=())
             out.append(m)
             pos += 1
         return Conversation(tuple(out), ()), pieces
 
 
-def _text(pieces: Pieces) -> str:
-    return "".join(text for text, _markup in pieces)
+def _own(pieces: dict[int, _Owned], index: int, parts: Pieces) -> str:
+    """Record ``parts`` as message ``index``'s pieces; their text."""
+    pieces[index] = [(text, markup, index) for text, markup in parts]
+    return "".join(text for text, _markup in parts)
 
 
-def _refined(segments: list[Segment], pieces: dict[int, Pieces]) -> list[Segment]:
+def _refined(segments: list[Segment], pieces: dict[int, _Owned]) -> list[Segment]:
     """``segments`` with each rewritten message's content split into its pieces (markup as
-    control text); the added system message's text belongs to no message."""
+    control text, each piece owned by its message); the added system message's text belongs
+    to no message."""
     if not pieces:
         return segments
     out: list[Segment] = []
     for seg in segments:
         parts = pieces.get(seg.message) if seg.message is not None else None
-        owner = None if seg.message == _ADDED else seg.message
         if parts is None:
             out.append(seg)
-        elif seg.kind is Kind.CONTENT and seg.text == _text(parts):
+            continue
+        if seg.kind is Kind.CONTENT and seg.text == "".join(p[0] for p in parts):
             out.extend(
-                Segment(text, Kind.CONTROL if markup else Kind.CONTENT, owner, seg.trained)
-                for text, markup in parts
+                Segment(
+                    text,
+                    Kind.CONTROL if markup else Kind.CONTENT,
+                    None if owner == _ADDED else owner,
+                    seg.trained,
+                )
+                for text, markup, owner in parts
                 if text
             )
         else:
+            owner = None if seg.message == _ADDED else seg.message
             out.append(Segment(seg.text, seg.kind, owner, seg.trained))
-    assert join(out) == join(segments)
     return out

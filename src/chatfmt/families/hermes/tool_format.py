@@ -49,16 +49,13 @@ def calls_text(template: str, m: Message) -> Pieces:
     return out
 
 
-def results_text(template: str, results: Sequence[Message]) -> Pieces:
-    """Consecutive tool results as ``<tool_response>`` blocks, separated by a newline."""
-    out: Pieces = []
-    for k, m in enumerate(results):
-        out += [
-            (("\n" if k else "") + TOOL_RESPONSE, True),
-            (require_text(template, m), False),
-            (TOOL_RESPONSE_CLOSE, True),
-        ]
-    return out
+def result_text(template: str, m: Message) -> Pieces:
+    """One tool result as a ``<tool_response>`` block (consecutive ones go in one user turn)."""
+    return [
+        (TOOL_RESPONSE, True),
+        (require_text(template, m), False),
+        (TOOL_RESPONSE_CLOSE, True),
+    ]
 
 
 HERMES = ToolFormat(
@@ -72,5 +69,5 @@ HERMES = ToolFormat(
     parser=HermesParser,
     tools_section=tools_section,
     calls=calls_text,
-    results=results_text,
+    result=result_text,
 )
