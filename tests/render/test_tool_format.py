@@ -132,6 +132,11 @@ def test_pairing_facts() -> None:
     assert paired.render(ASKED, tools=TOOLS) != smol.render(ASKED, tools=TOOLS)
 
 
+def _echo(text: str) -> str:
+    """Say ``text`` back."""
+    return text
+
+
 def test_resolve_and_errors() -> None:
     smol, qwen = chatfmt.get_template("smollm2"), chatfmt.get_template("qwen2.5")
     assert resolve_tool_format(smol, None).name == "smollm2+hermes"  # its default pairing
@@ -147,10 +152,10 @@ def test_resolve_and_errors() -> None:
         with_tool_format(smol, "nope")
     assert "--tool-format" in tool_format_hint() and "hermes" in tool_format_hint()
     with pytest.raises(chatfmt.ValidationError, match="--tool-format NAME"):
-        from chatfmt.agent import Agent, CodeInterpreter
+        from chatfmt.agent import Agent
         from chatfmt.backends.scripted import ScriptedBackend
 
-        Agent(ScriptedBackend([]), template=smol, interpreter=CodeInterpreter())
+        Agent(ScriptedBackend([]), template=smol, tools=[_echo])
 
 
 def test_paired_errors_name_the_message() -> None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._shared import fail
+from ._shared import TOOL_FORMAT_HELP, fail
 
 
 def load_tool(spec: str) -> Callable[..., Any]:
@@ -131,8 +131,7 @@ def chat_cmd(
         str | None,
         typer.Option(
             "--tool-format",
-            help="Tool-call format for a template without one, e.g. hermes ('none': no "
-            "pairing; default: the template's own, else its default pairing).",
+            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
         ),
     ] = None,
     interpreter: Annotated[

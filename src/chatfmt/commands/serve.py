@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
-from ._shared import fail
+from ._shared import TOOL_FORMAT_HELP, fail
 
 #: The environment variable a worker process reads its configuration from (``--workers``).
 _WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
@@ -126,8 +126,7 @@ def serve_cmd(
         str | None,
         typer.Option(
             "--tool-format",
-            help="Tool-call format for a template without one, e.g. hermes ('none': no "
-            "pairing; default: the template's own, else its default pairing).",
+            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
         ),
     ] = None,
     config: Annotated[
