@@ -216,6 +216,7 @@ class Template(ABC):
             "tool_parser": self.tool_parser,
             "reasoning_parser": self.reasoning_parser,
             "prefix_stable": self.prefix_stable,
+            "default_tool_format": self.default_tool_format,
             "generation_config": self.generation_config.to_dict(),
         }
 

@@ -198,6 +198,7 @@ class PairedTemplate(Template):
             supports_tools=True,
             tool_parser=self.tool_parser,
             tool_format=self.tool_format.name,
+            default_tool_format=None,
         )
         return out
 
