@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
+from _segments import assert_follow_up_continues, assert_segments_consistent
 from chatfmt.parsing.derived_format import ToolCallFormat
 from chatfmt.segments import Kind, join
 from chatfmt.tool_format import (
@@ -23,7 +24,6 @@ from chatfmt.tool_format import (
     with_tool_format,
 )
 
-from _segments import assert_follow_up_continues, assert_segments_consistent
 from _support import TOOLS, conversations
 
 QWEN_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
@@ -148,7 +148,7 @@ def test_resolve_and_errors() -> None:
     assert resolve_tool_format(chatml, "hermes").name == "chatml+hermes"
     with pytest.raises(chatfmt.ChatFmtError, match="its own tool-call format"):
         with_tool_format(qwen, "hermes")
-    with pytest.raises(chatfmt.ChatFmtError, match="unknown tool format 'nope' .*hermes"):
+    with pytest.raises(chatfmt.ChatFmtError, match=r"unknown tool format 'nope' .*hermes"):
         with_tool_format(smol, "nope")
     assert "--tool-format" in tool_format_hint() and "hermes" in tool_format_hint()
     with pytest.raises(chatfmt.ValidationError, match="--tool-format NAME"):
