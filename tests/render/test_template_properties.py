@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chatfmt
@@ -19,6 +19,9 @@ pytestmark = pytest.mark.slow
 
 CHAT_TEMPLATES = [t for t in chatfmt.list_templates() if t.generation_config.capability == "chat"]
 IDS = [t.name for t in CHAT_TEMPLATES]
+#: Registry-wide properties run once per template (~200): a few conversations each, every run
+#: a fresh set outside CI; the family tests go deeper into each format.
+_PER_TEMPLATE = settings(max_examples=20)
 
 
 def _segments(
@@ -31,6 +34,7 @@ def _segments(
 
 
 @pytest.mark.parametrize("tpl", CHAT_TEMPLATES, ids=IDS)
+@_PER_TEMPLATE
 @given(data=conversations(tools=False, max_turns=3), gen=st.booleans())
 def test_render_is_join_of_segments_and_input_untouched(
     tpl: Template, data: dict[str, Any], gen: bool
@@ -55,6 +59,7 @@ def test_render_is_join_of_segments_and_input_untouched(
 
 
 @pytest.mark.parametrize("tpl", CHAT_TEMPLATES, ids=IDS)
+@_PER_TEMPLATE
 @given(data=conversations(tools=False, max_turns=4, end_with="user"))
 def test_follow_up_render_appends_to_what_the_engine_holds(
     tpl: Template, data: dict[str, Any]
