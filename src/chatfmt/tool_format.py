@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ChatFmtError, ValidationError
@@ -121,8 +122,9 @@ _PAIRED: dict[tuple[int, str], PairedTemplate] = {}
 _PAIRED_LIMIT = 256
 
 
-def with_tool_format(template: Template | str, tool_format: str | ToolFormat) -> Template:
-    """``template`` paired with ``tool_format`` (a name such as ``"hermes"``, or a :class:`ToolFormat`).
+def with_tool_format(template: Template | str | Path, tool_format: str | ToolFormat) -> Template:
+    """``template`` (any template, name, path or Jinja source) paired with ``tool_format`` (a
+    name such as ``"hermes"``, or a :class:`ToolFormat`).
 
     Raises :class:`~chatfmt.errors.ChatFmtError` when the template has a tool format of its
     own (pairing would change how the model was trained to call tools). The same pair

@@ -132,6 +132,22 @@ def test_pairing_facts() -> None:
     assert paired.render(ASKED, tools=TOOLS) != smol.render(ASKED, tools=TOOLS)
 
 
+def test_any_jinja_template_can_be_paired() -> None:
+    source = (
+        "{% for m in messages %}[{{ m.role }}]: {{ m.content }}\n{% endfor %}"
+        "{% if add_generation_prompt %}[assistant]: {% endif %}"
+    )
+    paired = with_tool_format(source, "hermes")
+    answered = paired.render(ANSWERED, tools=TOOLS)
+    assert answered.startswith("[system]: # Tools\n") and answered.endswith(
+        "[user]: <tool_response>\nsunny\n</tool_response>\n[assistant]: "
+    )
+    assert_segments_consistent(paired, ANSWERED, content_roles=("user", "tool"), tools=TOOLS)
+    call = "<tool_call>\n" + json.dumps({"name": "search", "arguments": {"query": "x"}})
+    (parsed,) = chatfmt.parse(call + "\n</tool_call>", paired, tools=TOOLS)["tool_calls"]
+    assert parsed["function"]["name"] == "search"
+
+
 def _echo(text: str) -> str:
     """Say ``text`` back."""
     return text
