@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ChatFmtError, ValidationError
+from .errors import ChatFmtError, UnsupportedFeatureError, ValidationError
 from .protocol import Conversation, Message, Tool, validate_conversation
 from .requests import RenderRequest
 from .segments import Kind, Segment
@@ -103,6 +103,17 @@ def tool_format_hint() -> str:
     return (
         f"pick one with --tool-format NAME or chatfmt.with_tool_format(template, NAME), "
         f"NAME one of {tool_format_names()}"
+    )
+
+
+def no_tool_format(template: str, index: int, why: str = "") -> UnsupportedFeatureError:
+    """The error for an assistant tool call (message ``index``) in a template without a tool
+    format; ``why`` says what its official template does with one."""
+    why = f" ({why})" if why else ""
+    return UnsupportedFeatureError(
+        f"template {template!r} has no tool-call format{why}; {tool_format_hint()}",
+        index=index,
+        field="tool_calls",
     )
 
 

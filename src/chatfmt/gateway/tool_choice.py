@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ChatFmtError
 from ..parsing import parse
 from ..template import Template
+from ..tool_format import tool_format_hint
 
 _PROBE_NAME = "chatfmt_probe_function"
 _PROBE_ARG = "chatfmt_probe_argument"
@@ -74,7 +75,7 @@ def call_opening(template: Template, options: Mapping[str, Any]) -> str:
 def _find_opening(template: Template, options: Mapping[str, Any]) -> str:
     refuse = f"template {template.name!r} cannot be made to call a tool"
     if not template.supports_tools:
-        raise ChatFmtError(f"{refuse}: it has no tool-call format")
+        raise ChatFmtError(f"{refuse}: it has no tool-call format; {tool_format_hint()}")
     user = {"role": "user", "content": "x"}
     call = {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]}
     try:

@@ -29,12 +29,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...config import GenerationConfig
-from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...errors import RoleOrderError, ValidationError
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message
 from ...segments import Segment
 from ...template import RenderContext, Template, refuse_reasoning_after_last_user
-from ...tool_format import tool_format_hint
+from ...tool_format import no_tool_format
 from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
 from ..chatml.render import chatml_turn, require_text
 from ..hermes.parser import HermesParser
@@ -91,11 +91,8 @@ class SmolLM2Template(Template):
             b.control(f"{IM_START}system\n{self.default_system}{IM_END}\n")
         for m in msgs:
             if m.tool_calls:
-                raise UnsupportedFeatureError(
-                    f"template {self.name!r} has no tool-call format (the official template "
-                    f"drops assistant tool calls silently); {tool_format_hint()}",
-                    index=m.index,
-                    field="tool_calls",
+                raise no_tool_format(
+                    self.name, m.index, "the official template drops assistant tool calls silently"
                 )
             chatml_turn(b, m.role, require_text(self.name, m), m.index, m.role == "assistant")
         if ctx.add_generation_prompt:
@@ -179,11 +176,8 @@ class SmolLM3Template(Template):
                 field="role",
             )
         if m.tool_calls:
-            raise UnsupportedFeatureError(
-                f"template {self.name!r} has no tool-call format (the official template "
-                "drops assistant tool calls silently)",
-                index=m.index,
-                field="tool_calls",
+            raise no_tool_format(
+                self.name, m.index, "the official template drops assistant tool calls silently"
             )
 
 
