@@ -161,3 +161,27 @@ def test_render_and_parse_take_a_tool_format(tmp_path: Path) -> None:
     assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
     bad = CliRunner().invoke(app, ["render", "-t", "qwen2.5", "--tool-format", "hermes", str(conv)])
     assert bad.exit_code == 2 and "has its own tool-call format" in bad.output
+
+
+@needs_gguf
+def test_encode_takes_a_tool_format(tmp_path: Path) -> None:
+    """The call's text is trained, its markup is control text, the tool result is not trained."""
+    from chatfmt.backends.llamacpp import default_model_path
+
+    call = {"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c", "content": "sunny"},
+    ]
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    args = ["encode", str(conv), "-t", "smollm2", "--tokenizer", str(default_model_path())]
+    res = CliRunner().invoke(app, [*args, "--tool-format", "hermes", "--json"])
+    assert res.exit_code == 0, res.output
+    tokens = json.loads(res.output)["tokens"]
+    trained = "".join(t["text"] for t in tokens if t["trained"])  # <|im_end|> shows as ""
+    assert trained == '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
+    data = "".join(t["text"] for t in tokens if t["trained"] and t["kind"] == "content")
+    assert data == "get_weather{}"  # the rest of the call is the format's markup (control)
+    assert not any(t["trained"] for t in tokens if t["message"] == 2)
