@@ -83,5 +83,13 @@ def test_the_gguf_is_recognized_as_smollm2() -> None:
     assert recognize(SOURCE).describe() == "smollm2 (fingerprint)"
     tpl = chatfmt.get_template(gguf)
     assert tpl.name == "smollm2" and tpl.default_tool_format == "hermes"
+    paired, native = (
+        chatfmt.with_tool_format(tpl, "hermes"),
+        chatfmt.with_tool_format("smollm2", "hermes"),
+    )
+    call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    chat = [{"role": "user", "content": "q"}, {"role": "assistant", "tool_calls": [call]}]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    assert paired.render(chat, tools=tools) == native.render(chat, tools=tools)
     res = CliRunner().invoke(app, ["detect", str(gguf)])
     assert res.exit_code == 0 and res.output.strip() == "smollm2 (fingerprint)", res.output
