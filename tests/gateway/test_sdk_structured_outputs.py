@@ -39,7 +39,7 @@ def base_url() -> Iterator[str]:
         backend = LlamaCppBackend()
     except chatfmt.ChatFmtError as exc:
         pytest.skip(str(exc))
-    entry = ModelEntry("smol", backend, chatfmt.get_template("qwen2.5"))
+    entry = ModelEntry("smol", backend, chatfmt.get_template(backend.model_path))
     with gateway(create_app({"smol": entry})) as base:
         yield base + "/v1"
 

@@ -206,7 +206,8 @@ SEEDS = (1, 2, 3)
 
 @pytest.fixture(scope="module")
 def smol() -> Iterator[Any]:
-    """The gateway over the embedded SmolLM2-135M, rendered with a Hermes-call template."""
+    """The gateway over the embedded SmolLM2-135M, rendered with Qwen2.5's format (ChatML
+    markup like SmolLM2's own, Hermes calls)."""
     pytest.importorskip("llama_cpp")
     from chatfmt.backends.llamacpp import LlamaCppBackend
 
@@ -245,10 +246,11 @@ def test_required_and_named_choices_return_offered_tools_with_valid_arguments(
     smol: Any, stream: bool
 ) -> None:
     named = {"type": "function", "function": {"name": "get_time"}}
+    one = {"tools": TOOLS, "parallel_tool_calls": False}  # the reply ends after its call
     for seed in SEEDS:
-        message = run_chat(smol, stream, tools=TOOLS, tool_choice="required", seed=seed)
+        message = run_chat(smol, stream, tool_choice="required", seed=seed, **one)
         assert_valid_calls(message["tool_calls"], {"get_weather", "get_time"})
-        message = run_chat(smol, stream, tools=TOOLS, tool_choice=named, seed=seed)
+        message = run_chat(smol, stream, tool_choice=named, seed=seed, **one)
         assert_valid_calls(message["tool_calls"], {"get_time"})
 
 
