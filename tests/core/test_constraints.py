@@ -433,3 +433,13 @@ def test_named_prefills_close_the_name_in_every_encoding(
     assert wrong != text and not gbnf_accepts(constraint.gbnf, wrong)
     parsed = chatfmt.parse(prefill + rest, tpl, tools=TOOLS)
     assert check_reply(parsed, tools=TOOLS, tool_choice=NAMED) == []
+
+
+def test_text_up_to_a_marker_never_contains_the_marker() -> None:
+    from chatfmt.constraints.gbnf import until_rules
+
+    grammar = 'root ::= free "<tool_call>"\n' + "\n".join(until_rules("free", "<tool_call>"))
+    assert gbnf_accepts(grammar, "Let me check <b>that</b>.<tool_call>")
+    assert gbnf_accepts(grammar, "<tool_call>")
+    assert not gbnf_accepts(grammar, "a<tool_call>b<tool_call>")
+    assert not gbnf_accepts(grammar, "no marker at all")

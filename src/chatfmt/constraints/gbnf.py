@@ -71,15 +71,27 @@ def until_rules(name: str, stop: str) -> list[str]:
         return state + 1 if stop[state] == ch else 0
 
     chars = sorted(set(stop))
-    other = "[^" + "".join(_class_char(c) for c in chars) + "]"
 
     def rule(state: int) -> str:
         return f"{name}-{state}" if state else name
 
+    # One alternative per target state, its characters as one class (few alternatives keep
+    # llama.cpp's grammar sampler fast: it expands every alternative at every character).
     rules = []
     for state in range(n):
-        alts = [f"{other} {name}"]
-        alts += [f"{lit(ch)} {rule(step(state, ch))}" for ch in chars if step(state, ch) < n]
+        targets: dict[int, list[str]] = {}
+        for ch in chars:
+            targets.setdefault(step(state, ch), []).append(ch)
+        alts = []
+        for target, group in sorted(targets.items()):
+            if target == n:
+                continue  # would complete the stop text
+            if target == 0:  # every other character goes back to the start too
+                alts.append(f"[^{''.join(_class_char(c) for c in chars if c not in group)}] {name}")
+            else:
+                alts.append(f"[{''.join(_class_char(c) for c in group)}] {rule(target)}")
+        if 0 not in targets:
+            alts.insert(0, f"[^{''.join(_class_char(c) for c in chars)}] {name}")
         rules.append(f"{rule(state)} ::= ( {' | '.join(alts)} )?")
     return rules
 
