@@ -24,6 +24,7 @@ from ..parsing.deltas import CODE_INTERPRETER
 from ..parsing.openai_wire import call_dict
 from ..protocol import Conversation, validate_conversation
 from ..template import Template
+from ..tool_format import tool_format_hint
 from ..turn import ParsedTurn, render_prompt
 from .events import (
     AgentEvent,
@@ -105,7 +106,9 @@ class Agent:
                 {"type": "code_interpreter"} if self.native_code else PYTHON_TOOL
             )
         if self.tool_definitions and not self.template.supports_tools:
-            raise ValidationError(f"template {self.template.name!r} has no tool-call format")
+            raise ValidationError(
+                f"template {self.template.name!r} has no tool-call format; {tool_format_hint()}"
+            )
 
     # ------------------------------------------------------------------ public API
     async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:

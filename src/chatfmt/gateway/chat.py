@@ -19,6 +19,7 @@ from ..backends.base import CompletionRequest, Usage
 from ..errors import ChatFmtError, ValidationError
 from ..protocol import Conversation, Tool, validate_conversation, validate_tools
 from ..template import Template
+from ..tool_format import tool_format_names
 from ..turn import Delta, ParsedTurn, Prompt, render_prompt
 from . import wire
 from .errors import APIError, api_error
@@ -72,7 +73,9 @@ def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
             raise APIError(
                 400,
                 f"template {template.name!r} has no tool-call format: tools cannot be offered "
-                "(send tool_choice 'none' to render the conversation without them)",
+                "(send tool_choice 'none' to render the conversation without them, or serve the "
+                f"model with one: --tool-format NAME or tool_format = NAME, NAME one of "
+                f"{tool_format_names()})",
                 param="tools",
                 code="unsupported_value",
             )

@@ -29,6 +29,7 @@ from ..constraints.memo import per_template
 from ..errors import ChatFmtError
 from ..parsing import parse
 from ..template import Template
+from ..tool_format import tool_format_hint
 
 _PROBE_NAME = "chatfmt_probe_function"
 _PROBE_ARG = "chatfmt_probe_argument"
@@ -100,7 +101,7 @@ def name_close(template: Template, options: Mapping[str, Any]) -> str:
 def _find_parts(template: Template, options: Mapping[str, Any]) -> CallParts:
     refuse = f"template {template.name!r} cannot be made to call a tool"
     if not template.supports_tools:
-        raise ChatFmtError(f"{refuse}: it has no tool-call format")
+        raise ChatFmtError(f"{refuse}: it has no tool-call format; {tool_format_hint()}")
     user = {"role": "user", "content": "x"}
     call = {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]}
     try:
