@@ -200,7 +200,12 @@ def _byte_tokenizer() -> Any:
 
 def gbnf_accepts(gbnf: str, text: str) -> bool:
     """Whether the complete ``text`` is a sentence of ``gbnf`` (checked with llguidance over a
-    byte-level tokenizer: no model needed)."""
+    byte-level tokenizer: no model needed).
+
+    llguidance lexes the regular parts of a grammar greedily where llama.cpp keeps every
+    reading, so a text whose free part ends in a prefix of the marker that follows it (``a<t``
+    before ``<tool_call>``) is rejected here and accepted by llama.cpp; the check is exact for
+    the calls themselves."""
     from llguidance import LLMatcher
     from llguidance.gbnf_to_lark import gbnf_to_lark
 
