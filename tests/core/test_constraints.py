@@ -118,9 +118,16 @@ def _continuation(tpl: Any, choice: Any, call: str) -> tuple[Any, str]:
     return constraint, text
 
 
-@pytest.mark.parametrize("name", _tool_templates())
+def _template(name: str) -> Any:
+    """A registered template, or ``base+format`` paired with a named tool format."""
+    base, _, paired = name.partition("+")
+    tpl = chatfmt.get_template(base)
+    return chatfmt.with_tool_format(tpl, paired) if paired else tpl
+
+
+@pytest.mark.parametrize("name", [*_tool_templates(), "smollm2+hermes"])
 def test_the_template_own_call_is_accepted_and_bad_calls_are_not(name: str) -> None:
-    tpl = chatfmt.get_template(name)
+    tpl = _template(name)
     if tool_call_format(tpl) is None:  # no grammar: a prefill (or a clear refusal) only
         assert compile_constraint(tpl, tools=TOOLS) is None
         try:
@@ -433,3 +440,13 @@ def test_named_prefills_close_the_name_in_every_encoding(
     assert wrong != text and not gbnf_accepts(constraint.gbnf, wrong)
     parsed = chatfmt.parse(prefill + rest, tpl, tools=TOOLS)
     assert check_reply(parsed, tools=TOOLS, tool_choice=NAMED) == []
+
+
+def test_text_up_to_a_marker_never_contains_the_marker() -> None:
+    from chatfmt.constraints.gbnf import until_rules
+
+    grammar = 'root ::= free "<tool_call>"\n' + "\n".join(until_rules("free", "<tool_call>"))
+    assert gbnf_accepts(grammar, "Let me check <b>that</b>.<tool_call>")
+    assert gbnf_accepts(grammar, "<tool_call>")
+    assert not gbnf_accepts(grammar, "a<tool_call>b<tool_call>")
+    assert not gbnf_accepts(grammar, "no marker at all")

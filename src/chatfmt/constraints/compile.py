@@ -143,9 +143,11 @@ def _compile(
     if choice == "none" and schema is None:
         return None
     if tools and not getattr(template, "supports_tools", False):
+        from ..tool_format import tool_format_hint
+
         raise ChatFmtError(
-            f"template {getattr(template, 'name', template)!r} has no tool-call format: pair it "
-            "with one (tool_format='hermes', `--tool-format hermes`) or use a template with tools"
+            f"template {getattr(template, 'name', template)!r} has no tool-call format; "
+            + tool_format_hint()
         )
     fmt = tool_call_format(template, options) if tools else None
     thinking = reasoning_state(template, options, fmt)

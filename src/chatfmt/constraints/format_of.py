@@ -1,6 +1,7 @@
 """A template's tool-call format (:class:`~chatfmt.parsing.ToolCallFormat`) and reasoning block.
 
-A template with a family parser takes the form its family declares for that parser
+A template paired with a named tool format (:func:`chatfmt.with_tool_format`) takes that
+format's description; a template with a family parser takes the form its family declares for that parser
 (``TOOL_CALL_FORMATS`` in ``chatfmt/families/<family>/__init__.py``; where a parser has
 several forms, the one whose markers the template's own rendered call shows, in order); a
 Jinja template chatfmt does not know takes the format :func:`~chatfmt.parsing.derive_parser`
@@ -39,6 +40,9 @@ def tool_call_format(
 
 
 def _find(template: Any, options: Mapping[str, Any]) -> ToolCallFormat | None:
+    paired = getattr(template, "tool_call_format", None)  # a template paired with a tool format
+    if isinstance(paired, ToolCallFormat):
+        return paired
     forms = _declared(getattr(template, "tool_parser_class", None))
     if len(forms) == 1:
         return forms[0]

@@ -71,15 +71,27 @@ def until_rules(name: str, stop: str) -> list[str]:
         return state + 1 if stop[state] == ch else 0
 
     chars = sorted(set(stop))
-    other = "[^" + "".join(_class_char(c) for c in chars) + "]"
 
     def rule(state: int) -> str:
         return f"{name}-{state}" if state else name
 
+    # One alternative per target state, its characters as one class (few alternatives keep
+    # llama.cpp's grammar sampler fast: it expands every alternative at every character).
     rules = []
     for state in range(n):
-        alts = [f"{other} {name}"]
-        alts += [f"{lit(ch)} {rule(step(state, ch))}" for ch in chars if step(state, ch) < n]
+        targets: dict[int, list[str]] = {}
+        for ch in chars:
+            targets.setdefault(step(state, ch), []).append(ch)
+        alts = []
+        for target, group in sorted(targets.items()):
+            if target == n:
+                continue  # would complete the stop text
+            if target == 0:  # every other character goes back to the start too
+                alts.append(f"[^{''.join(_class_char(c) for c in chars if c not in group)}] {name}")
+            else:
+                alts.append(f"[{''.join(_class_char(c) for c in group)}] {rule(target)}")
+        if 0 not in targets:
+            alts.insert(0, f"[^{''.join(_class_char(c) for c in chars)}] {name}")
         rules.append(f"{rule(state)} ::= ( {' | '.join(alts)} )?")
     return rules
 
@@ -188,7 +200,12 @@ def _byte_tokenizer() -> Any:
 
 def gbnf_accepts(gbnf: str, text: str) -> bool:
     """Whether the complete ``text`` is a sentence of ``gbnf`` (checked with llguidance over a
-    byte-level tokenizer: no model needed)."""
+    byte-level tokenizer: no model needed).
+
+    llguidance lexes the regular parts of a grammar greedily where llama.cpp keeps every
+    reading, so a text whose free part ends in a prefix of the marker that follows it (``a<t``
+    before ``<tool_call>``) is rejected here and accepted by llama.cpp; the check is exact for
+    the calls themselves."""
     from llguidance import LLMatcher
     from llguidance.gbnf_to_lark import gbnf_to_lark
 
