@@ -222,6 +222,24 @@ def test_response_format_json_schema_and_json_object() -> None:
     assert compile_constraint(hermes, tools=TOOLS, tool_choice="none") is None
 
 
+@pytest.mark.parametrize("limit", [3, 40, 500])
+def test_long_length_limits_compile_and_hold(limit: int) -> None:
+    """The converter nests "up to n more" n deep; long limits must still compile (flat) and
+    bound the value exactly."""
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "minLength": 2, "maxLength": limit}},
+        "required": ["s"],
+    }
+    fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": schema}}
+    constraint = compile_constraint(chatfmt.get_template("hermes3"), response_format=fmt)
+    assert constraint is not None
+    assert gbnf_accepts(constraint.gbnf, json.dumps({"s": "x" * limit}))
+    assert gbnf_accepts(constraint.gbnf, json.dumps({"s": "xy"}))
+    assert not gbnf_accepts(constraint.gbnf, json.dumps({"s": "x" * (limit + 1)}))
+    assert not gbnf_accepts(constraint.gbnf, json.dumps({"s": "x"}))
+
+
 def test_a_reasoning_template_gets_the_reasoning_block_in_the_grammar() -> None:
     qwen3 = chatfmt.get_template("qwen3")
     constraint = compile_constraint(qwen3, tools=TOOLS, tool_choice=NAMED)

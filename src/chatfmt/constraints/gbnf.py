@@ -128,7 +128,25 @@ class SchemaRules:
     def rules(self) -> str:
         """The rules added so far, as GBNF."""
         text: str = self._conv.format_grammar()
-        return text
+        return _OPTIONAL_CHAIN.sub(_as_repetition, text)
+
+
+#: ``(X (X (X (X)?)?)?)?`` or ``(X (X X?)?)?``: how llama-cpp-python's converter writes "up to n more X" (string
+#: ``maxLength``, pattern ``{m,n}``). Nested n deep, it is past llguidance's nesting limit from
+#: n ≈ 20, so the check would refuse a valid grammar; GBNF's ``X{0,n}`` (llama.cpp, llguidance,
+#: xgrammar) says the same flat.
+_OPTIONAL_CHAIN = re.compile(
+    r"\((?P<item>[A-Za-z][A-Za-z0-9-]*|\[(?:[^\]\\]|\\.)*\]) (?P<more>(?:\((?P=item) )*)"
+    r"(?:(?P=item)|\((?P=item)\))\?(?P<close>(?:\)\?)+)"
+)
+
+
+def _as_repetition(found: re.Match[str]) -> str:
+    opened = 1 + found["more"].count(f"({found['item']} ")
+    closed = found["close"].count(")")
+    if closed != opened:  # not one whole chain: leave it as written
+        return found[0]
+    return f"{found['item']}{{0,{opened + 1}}}"
 
 
 _LITERALS = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]')
