@@ -185,3 +185,18 @@ def test_encode_takes_a_tool_format(tmp_path: Path) -> None:
     data = "".join(t["text"] for t in tokens if t["trained"] and t["kind"] == "content")
     assert data.startswith("get_weather")  # the call's markup is control text, its name data
     assert not any(t["trained"] for t in tokens if t["message"] == 2)
+
+
+def test_tool_choice_forces_the_first_reply(server: FakeCompletionsServer, tools_dir: Path) -> None:
+    server.replies = ['{"city": "Oslo"}}\n</tool_call><|im_end|>', "21 degrees.<|im_end|>"]
+    base = ["--backend", server.base_url, "-t", "smollm2", "--tool", "weather_tools:get_weather"]
+    res = _chat(*base, "--tool-choice", "get_weather", "--one-tool-call", "-m", "Oslo?", "--json")
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["answer"] == "21 degrees."
+    first, second = (r["prompt"] for r in server.requests)
+    assert first.endswith(
+        '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
+    )
+    assert second.endswith("<|im_start|>assistant\n")
+    res = _chat(*base, "--tool-choice", "get_date", "-m", "Oslo?")
+    assert res.exit_code != 0 and "one of the tools (get_weather), got 'get_date'" in res.output

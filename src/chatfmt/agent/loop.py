@@ -6,7 +6,8 @@ stop words, the template's parser turns the output into a message with tool call
 and the tools' results go back as ``tool`` messages.
 
 Calls are constrained and checked as in the gateway: the backend gets the tools'
-constraint (:func:`chatfmt.constraints.compile_constraint`, ``tool_choice="auto"``), and a
+constraint (:func:`chatfmt.constraints.compile_constraint`; ``tool_choice`` for the first
+model call of each :meth:`Agent.chat`, ``"auto"`` after it), and a
 call that :func:`chatfmt.constraints.check_reply` finds wrong (a tool that is not offered,
 arguments not valid against its schema) is not run: the model is told what is wrong with
 it, as an error observation.
@@ -79,6 +80,10 @@ class Agent:
     function tool. ``max_turn`` bounds model calls per :meth:`chat`. ``options`` are
     template options (e.g. ``plugin_prompt``, ``enable_thinking``); ``sampling``
     overrides the template's generation defaults (``temperature``, ``max_tokens``, …).
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"``, a function's name or OpenAI's
+    ``{"type": "function", "function": {"name": …}}``) applies to the first model call of
+    each :meth:`chat`; later calls (after the tools' results) are ``"auto"``.
+    ``parallel_tool_calls=False`` constrains each reply to one call at most.
     """
 
     def __init__(
@@ -92,6 +97,8 @@ class Agent:
         tool_timeout: float = 30.0,
         options: Mapping[str, Any] | None = None,
         sampling: Mapping[str, Any] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        parallel_tool_calls: bool = True,
     ) -> None:
         self.backend = backend
         self.template = get_template(template)
@@ -116,18 +123,49 @@ class Agent:
             raise ValidationError(
                 f"template {self.template.name!r} has no tool-call format; {tool_format_hint()}"
             )
-        self.constraint = self._constraint()
+        self.parallel_tool_calls = parallel_tool_calls
+        self.tool_choice = self._tool_choice(tool_choice)
+        self.constraint = self._constraint("auto")
+        self.first_constraint = self._constraint(self.tool_choice)
 
-    def _constraint(self) -> Constraint | None:
-        """The tools' constraint (``None`` without tools, or where the format has none)."""
+    def _tool_choice(self, choice: str | Mapping[str, Any]) -> str | dict[str, Any]:
+        """``choice`` in OpenAI's form (a bare function name becomes the named form)."""
+        if choice in ("auto", "none", "required"):
+            if choice != "auto" and not self._functions():
+                raise ValidationError(
+                    f"tool_choice {choice!r} needs function tools", field="tool_choice"
+                )
+            return str(choice)
+        if isinstance(choice, Mapping):
+            name = (choice.get("function") or {}).get("name")
+        else:
+            name = choice
+        known = [t["function"]["name"] for t in self._functions()]
+        if not isinstance(name, str) or name not in known:
+            raise ValidationError(
+                f"tool_choice must be auto, none, required or one of the tools "
+                f"({', '.join(known) or 'none offered'}), got {choice!r}",
+                field="tool_choice",
+            )
+        return {"type": "function", "function": {"name": name}}
+
+    def _constraint(self, choice: str | Mapping[str, Any]) -> Constraint | None:
+        """The tools' constraint for ``choice`` (``None`` without tools, or where the format
+        has none)."""
         if not self.tool_definitions or self.native_code:  # code calls stay unconstrained
             return None
         try:
             return compile_constraint(
-                self.template, tools=self._functions(), tool_choice="auto", options=self.options
+                self.template,
+                tools=self._functions(),
+                tool_choice=choice,
+                parallel_tool_calls=self.parallel_tool_calls,
+                options=self.options,
             )
         except ChatFmtError:  # calls are still checked, after the fact
-            return None
+            if choice == "auto":
+                return None
+            raise
 
     # ------------------------------------------------------------------ public API
     async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:
@@ -136,13 +174,17 @@ class Agent:
         steps: list[AgentStep] = []
         finish: AgentFinish = "max_turn"
         invalid_before: set[str] = set()
-        for _turn in range(self.max_turn):
+        for turn_index in range(self.max_turn):
             prompt, ids = self._prompt(history)
+            constraint = self.first_constraint if turn_index == 0 else self.constraint
+            prefill = constraint.prefill if constraint is not None else ""
+            if prefill and ids is not None:  # template markup: its special tokens are ids
+                ids = ids + tuple(self.backend.tokenizer.encode(prefill))  # type: ignore[attr-defined]
             request = CompletionRequest.for_template(
                 self.template,
-                prompt,
+                prompt + prefill,
                 prompt_token_ids=ids,
-                constraint=self.constraint,
+                constraint=constraint,
                 **self.sampling,
             )
             turn = ParsedTurn.for_template(
@@ -151,6 +193,7 @@ class Agent:
                 self.template,
                 tools=self.tool_definitions,
                 options=self.options,
+                prefill=prefill,
             )
             parser = turn.parser
             deltas: list[Delta] = []

@@ -134,6 +134,21 @@ def chat_cmd(
             help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
         ),
     ] = None,
+    tool_choice: Annotated[
+        str,
+        typer.Option(
+            "--tool-choice",
+            help="auto, required, none or a tool's name: what the model's first reply of each "
+            "message must be (a call is then guaranteed valid where the engine takes a grammar).",
+        ),
+    ] = "auto",
+    parallel_tool_calls: Annotated[
+        bool,
+        typer.Option(
+            "--parallel-tool-calls/--one-tool-call",
+            help="Whether a reply may hold several calls.",
+        ),
+    ] = True,
     interpreter: Annotated[
         bool, typer.Option("--interpreter", help="Give the model a Jupyter code interpreter.")
     ] = False,
@@ -177,6 +192,8 @@ def chat_cmd(
             interpreter=interpreter or None,
             max_turn=max_turn,
             sampling=sampling,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
         )
         history: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if message is not None:
