@@ -5,7 +5,9 @@ returned unless ``include_stop`` is set), streams server-sent events, and can mi
 on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
 ``"cut"`` (the stream ends without a finish reason), ``"die"`` (the connection is dropped
 halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
-timeout). ``aborted`` counts streams whose client left before the end.
+timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
+``root_json`` (path → JSON answered at the server's root, e.g. ``/props``) make it look
+like a given engine.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class FakeCompletionsServer:
         self.requests: list[dict[str, Any]] = []
         self.aborted = 0
         self.port = 0
+        self.owned_by: str | None = None
+        self.root_json: dict[str, Any] = {}
 
     @property
     def base_url(self) -> str:
@@ -39,7 +43,16 @@ class FakeCompletionsServer:
 
     # ------------------------------------------------------------------ handlers
     async def models(self, _request: web.Request) -> web.Response:
-        return web.json_response({"object": "list", "data": [{"id": self.model_id}]})
+        model: dict[str, Any] = {"id": self.model_id}
+        if self.owned_by is not None:
+            model["owned_by"] = self.owned_by
+        return web.json_response({"object": "list", "data": [model]})
+
+    async def root(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        if path not in self.root_json:
+            return web.Response(status=404, text="not found")
+        return web.json_response(self.root_json[path])
 
     def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
         text = self.replies.pop(0) if self.replies else ""
@@ -109,6 +122,7 @@ def serve(server: FakeCompletionsServer) -> Iterator[FakeCompletionsServer]:
     app = web.Application()
     app.router.add_get("/v1/models", server.models)
     app.router.add_post("/v1/completions", server.completions)
+    app.router.add_get("/{tail:.*}", server.root)
     runner = web.AppRunner(app)
     loop.run_until_complete(runner.setup())
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -23,6 +23,7 @@ from .requests import ParseRequest, RenderRequest
 from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
+from .tool_format import ToolFormat, with_tool_format
 
 _moved.install()  # old module paths (chatfmt.formats.*, chatfmt.parsing.<family>) still import
 
@@ -69,6 +70,7 @@ __all__ = [
     "TokenizationError",
     "Tool",
     "ToolCall",
+    "ToolFormat",
     "UnsupportedFeatureError",
     "ValidationError",
     "__version__",
@@ -84,4 +86,5 @@ __all__ = [
     "render",
     "render_segments",
     "validate_conversation",
+    "with_tool_format",
 ]

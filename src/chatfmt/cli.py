@@ -15,6 +15,7 @@ import typer
 from .api import get_template, list_templates
 from .commands._shared import (
     RENDER_PARAMETERS,
+    TOOL_FORMAT_HELP,
     check_output_path,
     conversation_input,
     fail,
@@ -22,6 +23,7 @@ from .commands._shared import (
     option_value,
     read_json_input,
     template_options,
+    with_tool_format_option,
 )
 from .errors import ChatFmtError
 from .requests import RenderRequest
@@ -195,6 +197,10 @@ def render_cmd(
         typer.Option("--output", "-o", help="Write the prompt (or --json segments) to this file."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the segments as JSON.")] = False,
+    tool_format: Annotated[
+        str | None,
+        typer.Option("--tool-format", help=TOOL_FORMAT_HELP.format(default="")),
+    ] = None,
 ) -> None:
     """Render a conversation with a template."""
     check_output_path(output)
@@ -209,7 +215,8 @@ def render_cmd(
         options=options,
         strict_history=strict_history,
     )
-    segments = get_template(template).segments(messages, request=request)
+    tpl = with_tool_format_option(get_template(template), tool_format)
+    segments = tpl.segments(messages, request=request)
     if as_json:
         text = json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2) + "\n"
     else:

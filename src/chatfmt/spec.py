@@ -14,6 +14,7 @@ from .protocol import Conversation
 from .segments import Segment
 from .template import RenderContext, Template
 from .textfile import read_text
+from .tool_format import no_tool_format
 
 SystemMode = Literal["turn", "first_user", "unsupported"]
 
@@ -133,11 +134,7 @@ class SpecTemplate(Template):
                     field="role",
                 )
             if m.tool_calls:
-                raise UnsupportedFeatureError(
-                    f"template {spec.name!r} has no tool-call format",
-                    index=m.index,
-                    field="tool_calls",
-                )
+                raise no_tool_format(spec.name, m.index)
             role_fmt = roles.get(m.role)
             if role_fmt is None:
                 raise UnsupportedFeatureError(

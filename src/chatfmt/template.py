@@ -107,6 +107,9 @@ class Template(ABC):
     #: that move text to the last turn (Mistral v3 puts the system prompt in the last user
     #: turn): for them an engine's cached prefix is not the new full render.
     prefix_stable: bool = True
+    #: The tool format (see :mod:`chatfmt.tool_format`) that ``chatfmt chat`` and ``chatfmt
+    #: serve`` pair this template with when it has none of its own and none is chosen.
+    default_tool_format: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -218,6 +221,7 @@ class Template(ABC):
             "tool_parser": self.tool_parser,
             "reasoning_parser": self.reasoning_parser,
             "prefix_stable": self.prefix_stable,
+            "default_tool_format": self.default_tool_format,
             "generation_config": self.generation_config.to_dict(),
         }
 

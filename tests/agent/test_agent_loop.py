@@ -304,9 +304,31 @@ def test_tool_errors_timeouts_and_unknown_names_reach_the_model() -> None:
     obs = [(o.name, o.content, o.error) for o in result.steps[0].observations]
     assert obs[0] == ("_boom", "Error: RuntimeError: kaput", True)
     assert obs[1] == ("_slow", "Error: _slow timed out after 0.2 s", True)
-    assert obs[2][0] == "nope" and obs[2][2] and "unknown tool 'nope'" in obs[2][1]
+    assert obs[2][0] == "nope" and obs[2][2]
+    assert (
+        obs[2][1]
+        == "Error: the call was not run: 'nope' is not an offered tool (offered: _boom, _slow)"
+    )
     assert "Error: RuntimeError: kaput" in backend.prompts[1]
     assert result.answer == "Sorry, the tools failed."
+
+
+def test_the_backend_gets_the_tools_constraint_and_a_call_against_the_schema_is_not_run() -> None:
+    CALLS.clear()
+    wrong = (
+        '<tool_call>\n{"name": "get_current_weather", "arguments": {"location": 7}}\n</tool_call>'
+    )
+    backend = ScriptedBackend([wrong, "I could not check."])
+    agent = Agent(backend, template="qwen2.5", tools=[get_current_weather])
+    result = agent.chat([{"role": "user", "content": "Weather?"}])
+    constraint = backend.requests[0].constraint
+    assert constraint is not None and constraint.trigger == "<tool_call>"  # auto: lazy
+    assert CALLS == []
+    (observation,) = result.steps[0].observations
+    assert observation.error and observation.content.startswith("Error: the call was not run: ")
+    assert "7 is not of type 'string'" in observation.content
+    assert observation.content in backend.prompts[1]
+    assert result.answer == "I could not check."
 
 
 def test_malformed_call_is_kept_as_written_answered_once_then_the_loop_stops() -> None:

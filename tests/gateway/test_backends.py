@@ -302,3 +302,33 @@ def test_openai_model_is_looked_up_once_for_concurrent_first_requests(
     assert sorted(asyncio.run(run())) == sorted(f"r{i}" for i in range(10))
     assert lookups == ["/models"]
     assert all(r["model"] == "fake-model" for r in server.requests)
+
+
+@pytest.mark.slow
+def test_embedded_model_runs_a_lazy_grammar_from_its_trigger_on() -> None:
+    """Free text until the trigger, then the strict grammar (which starts with the trigger):
+    the embedded model writes what it likes up to 'Paris', then exactly the grammar."""
+    pytest.importorskip("llama_cpp")
+    from chatfmt.backends.llamacpp import LlamaCppBackend
+    from chatfmt.constraints import Constraint
+    from chatfmt.errors import ChatFmtError
+
+    try:
+        backend = LlamaCppBackend()
+    except ChatFmtError as exc:
+        pytest.skip(str(exc))
+    tail = " is the capital of France, and that is final."
+    constraint = Constraint("", f'root ::= "Paris" "{tail}"', "Paris", None, None, None)
+    template = get_template("qwen2.5")
+    prompt = template.render([{"role": "user", "content": "What is the capital of France?"}])
+
+    async def run(seed: int) -> str:
+        request = CompletionRequest.for_template(
+            template, prompt, max_tokens=40, seed=seed, constraint=constraint
+        )
+        return "".join([c.text async for c in backend.stream(request)])
+
+    texts = [asyncio.run(run(seed)) for seed in (2, 3)]
+    for text in texts:
+        assert text.endswith("Paris" + tail) and text.count("Paris") == 1
+        assert not text.startswith("Paris")  # free text came first

@@ -239,14 +239,15 @@ def test_streamed_tool_call_has_openai_deltas(client: Any, fake: Any) -> None:
     assert finish == "tool_calls"
 
 
-def test_invalid_call_is_sent_as_written_without_internal_flags(client: Any, fake: Any) -> None:
-    fake.replies.append('<tool_call>\n{"name": "get_weather", "arguments": {"city": </tool_call>')
-    reply = client.chat.completions.create(model="qwen", messages=ASK, tools=[WEATHER_TOOL])
-    call = reply.choices[0].message.tool_calls[0]
-    assert call.function.name == "get_weather"
-    assert "error" not in call.model_dump()
-    with pytest.raises(ValueError):
-        json.loads(call.function.arguments)
+def test_invalid_call_is_a_model_error_never_a_reply(client: Any, fake: Any) -> None:
+    written = '<tool_call>\n{"name": "get_weather", "arguments": {"city": </tool_call>'
+    fake.replies.append(written)
+    with pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(model="qwen", messages=ASK, tools=[WEATHER_TOOL])
+    error = info.value.body
+    assert error["type"] == "model_error" and error["code"] == "invalid_model_output"
+    assert "tool_calls[0].function.arguments: not valid JSON" in error["message"]
+    assert repr(written) in error["message"]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -291,7 +292,7 @@ def test_tool_choice_required_prefills_the_call_opening(
 
 
 def test_named_tool_choice_prefills_the_name(client: Any, fake: Any) -> None:
-    fake.replies.append('", "arguments": {"city": "Rome"}}\n</tool_call><|im_end|>')
+    fake.replies.append('{"city": "Rome"}}\n</tool_call><|im_end|>')
     choice = {"type": "function", "function": {"name": "get_weather"}}
     reply = client.chat.completions.create(
         model="qwen", messages=ASK, tools=[WEATHER_TOOL], tool_choice=choice
@@ -299,13 +300,14 @@ def test_named_tool_choice_prefills_the_name(client: Any, fake: Any) -> None:
     call = reply.choices[0].message.tool_calls[0]
     assert call.function.name == "get_weather"
     assert json.loads(call.function.arguments) == {"city": "Rome"}
-    assert fake.requests[0]["prompt"].endswith('<tool_call>\n{"name": "get_weather')
+    # The name is closed: the model cannot extend it (get_weather_city …).
+    assert fake.requests[0]["prompt"].endswith('<tool_call>\n{"name": "get_weather", "arguments": ')
     # Usage counts what the engine did: the prefill is part of its prompt.
     assert reply.usage.prompt_tokens == len(fake.requests[0]["prompt"])
 
 
 def test_named_tool_choice_over_llama_json(client: Any, fake: Any) -> None:
-    fake.replies.append('", "parameters": {"city": "Lima"}}<|eot_id|>')
+    fake.replies.append('{"city": "Lima"}}<|eot_id|>')
     choice = {"type": "function", "function": {"name": "get_weather"}}
     reply = client.chat.completions.create(
         model="llama", messages=ASK, tools=[WEATHER_TOOL], tool_choice=choice
@@ -315,7 +317,7 @@ def test_named_tool_choice_over_llama_json(client: Any, fake: Any) -> None:
         "get_weather",
         {"city": "Lima"},
     )
-    assert fake.requests[0]["prompt"].endswith('\n\n{"name": "get_weather')
+    assert fake.requests[0]["prompt"].endswith('\n\n{"name": "get_weather", "parameters": ')
 
 
 def test_tool_choice_none_renders_no_tools(client: Any, fake: Any) -> None:
@@ -374,7 +376,8 @@ def test_call_openings_are_found_from_the_template(template: str, opening: str, 
     tpl = chatfmt.get_template(template)
     named = {"type": "function", "function": {"name": "get_weather"}}
     assert prefill_for(tpl, {}, "required") == opening
-    assert prefill_for(tpl, {}, named) == opening + "get_weather"
+    closed = rest.split("{", 1)[0]  # the name's closing delimiter, before the arguments
+    assert prefill_for(tpl, {}, named) == opening + "get_weather" + closed
     # What the model writes after the prefill completes the forced call.
     parsed = chatfmt.parse(opening + "get_weather" + rest, tpl, tools=[WEATHER_TOOL])
     (call,) = parsed["tool_calls"]
@@ -387,7 +390,7 @@ def test_templates_without_a_call_opening_are_refused_clearly() -> None:
 
     named = {"type": "function", "function": {"name": "get_weather"}}
     glm = chatfmt.get_template("chatglm3")  # a call is its name: only a named call can be forced
-    assert prefill_for(glm, {}, named).strip() == "get_weather"
+    assert prefill_for(glm, {}, named).strip().startswith("get_weather\n")
     with pytest.raises(chatfmt.ChatFmtError, match="name the function instead"):
         prefill_for(glm, {}, "required")
     with pytest.raises(chatfmt.ChatFmtError, match="no tool-call format"):

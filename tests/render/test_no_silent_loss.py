@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chatfmt
@@ -392,6 +392,7 @@ def check_no_silent_loss(
 
 
 @pytest.mark.parametrize("name", TEMPLATES)
+@settings(max_examples=25)  # per template (the whole registry): a fresh set each run outside CI
 @given(case=cases(), data=st.data())
 def test_every_template_renders_or_refuses_with_index_and_field(
     name: str, case: Case, data: st.DataObject

@@ -4,6 +4,13 @@ The loop knows no family: the template renders the conversation (with its tool
 definitions and protocol prompts), the backend completes it with the template's
 stop words, the template's parser turns the output into a message with tool calls,
 and the tools' results go back as ``tool`` messages.
+
+Calls are constrained and checked as in the gateway: the backend gets the tools'
+constraint (:func:`chatfmt.constraints.compile_constraint`; ``tool_choice`` for the first
+model call of each :meth:`Agent.chat`, ``"auto"`` after it), and a
+call that :func:`chatfmt.constraints.check_reply` finds wrong (a tool that is not offered,
+arguments not valid against its schema) is not run: the model is told what is wrong with
+it, as an error observation.
 """
 
 from __future__ import annotations
@@ -17,13 +24,15 @@ from typing import Any
 from ..api import get_template
 from ..backends.base import Backend, CompletionRequest
 from ..backends.sync import iterate_on, loop_thread
-from ..errors import ValidationError
+from ..constraints import Constraint, check_reply, compile_constraint
+from ..errors import ChatFmtError, ValidationError
 from ..parsing import Delta, ParsedToolCall, end_of_turn_markers, merge_deltas
 from ..parsing.base import TOOL_PARSERS
 from ..parsing.deltas import CODE_INTERPRETER
 from ..parsing.openai_wire import call_dict
 from ..protocol import Conversation, validate_conversation
 from ..template import Template
+from ..tool_format import tool_format_hint
 from ..turn import ParsedTurn, render_prompt
 from .events import (
     AgentEvent,
@@ -71,6 +80,10 @@ class Agent:
     function tool. ``max_turn`` bounds model calls per :meth:`chat`. ``options`` are
     template options (e.g. ``plugin_prompt``, ``enable_thinking``); ``sampling``
     overrides the template's generation defaults (``temperature``, ``max_tokens``, …).
+    ``tool_choice`` (``"auto"``, ``"required"``, ``"none"``, a function's name or OpenAI's
+    ``{"type": "function", "function": {"name": …}}``) applies to the first model call of
+    each :meth:`chat`; later calls (after the tools' results) are ``"auto"``.
+    ``parallel_tool_calls=False`` constrains each reply to one call at most.
     """
 
     def __init__(
@@ -84,6 +97,8 @@ class Agent:
         tool_timeout: float = 30.0,
         options: Mapping[str, Any] | None = None,
         sampling: Mapping[str, Any] | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        parallel_tool_calls: bool = True,
     ) -> None:
         self.backend = backend
         self.template = get_template(template)
@@ -105,7 +120,52 @@ class Agent:
                 {"type": "code_interpreter"} if self.native_code else PYTHON_TOOL
             )
         if self.tool_definitions and not self.template.supports_tools:
-            raise ValidationError(f"template {self.template.name!r} has no tool-call format")
+            raise ValidationError(
+                f"template {self.template.name!r} has no tool-call format; {tool_format_hint()}"
+            )
+        self.parallel_tool_calls = parallel_tool_calls
+        self.tool_choice = self._tool_choice(tool_choice)
+        self.constraint = self._constraint("auto")
+        self.first_constraint = self._constraint(self.tool_choice)
+
+    def _tool_choice(self, choice: str | Mapping[str, Any]) -> str | dict[str, Any]:
+        """``choice`` in OpenAI's form (a bare function name becomes the named form)."""
+        if choice in ("auto", "none", "required"):
+            if choice != "auto" and not self._functions():
+                raise ValidationError(
+                    f"tool_choice {choice!r} needs function tools", field="tool_choice"
+                )
+            return str(choice)
+        if isinstance(choice, Mapping):
+            name = (choice.get("function") or {}).get("name")
+        else:
+            name = choice
+        known = [t["function"]["name"] for t in self._functions()]
+        if not isinstance(name, str) or name not in known:
+            raise ValidationError(
+                f"tool_choice must be auto, none, required or one of the tools "
+                f"({', '.join(known) or 'none offered'}), got {choice!r}",
+                field="tool_choice",
+            )
+        return {"type": "function", "function": {"name": name}}
+
+    def _constraint(self, choice: str | Mapping[str, Any]) -> Constraint | None:
+        """The tools' constraint for ``choice`` (``None`` without tools, or where the format
+        has none)."""
+        if not self.tool_definitions or self.native_code:  # code calls stay unconstrained
+            return None
+        try:
+            return compile_constraint(
+                self.template,
+                tools=self._functions(),
+                tool_choice=choice,
+                parallel_tool_calls=self.parallel_tool_calls,
+                options=self.options,
+            )
+        except ChatFmtError:  # calls are still checked, after the fact
+            if choice == "auto":
+                return None
+            raise
 
     # ------------------------------------------------------------------ public API
     async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:
@@ -114,10 +174,18 @@ class Agent:
         steps: list[AgentStep] = []
         finish: AgentFinish = "max_turn"
         invalid_before: set[str] = set()
-        for _turn in range(self.max_turn):
+        for turn_index in range(self.max_turn):
             prompt, ids = self._prompt(history)
+            constraint = self.first_constraint if turn_index == 0 else self.constraint
+            prefill = constraint.prefill if constraint is not None else ""
+            if prefill and ids is not None:  # template markup: its special tokens are ids
+                ids = ids + tuple(self.backend.tokenizer.encode(prefill))  # type: ignore[attr-defined]
             request = CompletionRequest.for_template(
-                self.template, prompt, prompt_token_ids=ids, **self.sampling
+                self.template,
+                prompt + prefill,
+                prompt_token_ids=ids,
+                constraint=constraint,
+                **self.sampling,
             )
             turn = ParsedTurn.for_template(
                 self.backend,
@@ -125,6 +193,7 @@ class Agent:
                 self.template,
                 tools=self.tool_definitions,
                 options=self.options,
+                prefill=prefill,
             )
             parser = turn.parser
             deltas: list[Delta] = []
@@ -153,7 +222,8 @@ class Agent:
             if not invalid:
                 message = {**message, "tool_calls": [call_dict(c) for c in calls]}
                 history.append(message)
-                async for event in self._run_calls(calls, step, history):
+                rejected = self._rejected(message, calls)
+                async for event in self._run_calls(calls, step, history, rejected):
                     yield event
                 continue
             # A malformed call: the turn stays in the conversation as the model wrote it (its
@@ -225,14 +295,38 @@ class Agent:
         return prompt.text, prompt.ids
 
     # ------------------------------------------------------------------ tools
+    def _functions(self) -> list[dict[str, Any]]:
+        """The function tools offered (not the native code interpreter)."""
+        return [t for t in self.tool_definitions if t.get("type") == "function"]
+
+    def _rejected(self, message: dict[str, Any], calls: list[ParsedToolCall]) -> dict[int, str]:
+        """What is wrong with each call that is not run, by call index (the gateway's check)."""
+        problems = check_reply(message, tools=self._functions())
+        out: dict[int, list[str]] = {}
+        for problem in problems:
+            head, _, _ = problem.where.partition("]")
+            if not head.startswith("tool_calls["):
+                continue
+            index = int(head.removeprefix("tool_calls["))
+            if 0 <= index < len(calls) and not calls[index].code:
+                out.setdefault(index, []).append(problem.what)
+        return {i: f"Error: the call was not run: {'; '.join(whats)}" for i, whats in out.items()}
+
     async def _run_calls(
-        self, calls: list[ParsedToolCall], step: AgentStep, history: list[dict[str, Any]]
+        self,
+        calls: list[ParsedToolCall],
+        step: AgentStep,
+        history: list[dict[str, Any]],
+        rejected: Mapping[int, str],
     ) -> AsyncIterator[AgentEvent]:
         jobs = []
-        for call in calls:
+        for i, call in enumerate(calls):
             name, arguments = _name_and_arguments(call)
             yield ToolStart(call.id, name, arguments)
-            jobs.append(self._run_call(call, name, arguments))
+            if i in rejected:
+                jobs.append(_refused(call.id, name, rejected[i]))
+            else:
+                jobs.append(self._run_call(call, name, arguments))
         for result in await asyncio.gather(*jobs):
             step.observations.append(result)
             history.append(
@@ -259,6 +353,11 @@ class Agent:
 
 
 # ---------------------------------------------------------------------- helpers
+async def _refused(call_id: str, name: str, text: str) -> ToolResult:
+    """The observation of a call that was not run."""
+    return ToolResult(call_id, name, text, error=True)
+
+
 def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The caller's messages (checked once, here) as a list the loop can extend."""
     if isinstance(messages, Conversation):

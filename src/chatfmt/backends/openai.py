@@ -4,11 +4,15 @@ One pooled :class:`aiohttp.ClientSession` per backend and event loop; aiohttp wa
 chosen over httpx by measurement (about half the client CPU per streamed request,
 see ``docs/performance.md``). Streaming uses server-sent events: the response body
 is ``data: {json}`` events ending with ``data: [DONE]``.
+
+Engine-specific fields (the penalty's name, a request's constraint) follow the engine's
+dialect (:mod:`.dialects`), detected once per backend or configured (``kind``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -30,10 +34,23 @@ from .base import (
     FinishReason,
     usage_from,
 )
+from .dialects import (
+    EngineKind,
+    constraint_fields,
+    detect_kind,
+    engine_kind,
+    sampling_name,
+    takes_constraints,
+    takes_lazy,
+    takes_token_ids,
+)
+from .lazy import lazy_stream
 from .sse import sse_data
 
 #: How much of an error body is kept in a :class:`BackendHTTPError`.
 _BODY_LIMIT = 500
+#: The longest an engine-detection probe may take (an engine answers its own endpoints at once).
+_PROBE_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
 
 class OpenAICompletionsBackend(Backend):
@@ -46,6 +63,8 @@ class OpenAICompletionsBackend(Backend):
     request body (engine-specific fields such as ``skip_special_tokens``).
     ``send_token_ids``: send a request's ``prompt_token_ids`` (when it has them) as the
     prompt, as vLLM and SGLang accept, instead of the text.
+    ``kind``: the engine (``llama.cpp``, ``llama-cpp-python``, ``vllm``, ``sglang``,
+    ``generic``), or ``auto`` to detect it on the first request (:func:`.dialects.detect_kind`).
     """
 
     def __init__(
@@ -60,6 +79,7 @@ class OpenAICompletionsBackend(Backend):
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         send_token_ids: bool = False,
+        kind: str = "auto",
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise BackendConnectionError(
@@ -72,6 +92,8 @@ class OpenAICompletionsBackend(Backend):
         self.max_connections = max_connections
         self.extra_body = dict(extra_body or {})
         self.send_token_ids = send_token_ids
+        self.kind: EngineKind | None = None if kind == "auto" else engine_kind(kind)
+        self._models: Any = None  # the /models answer, once fetched
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -100,6 +122,12 @@ class OpenAICompletionsBackend(Backend):
         self._session = None
 
     # ------------------------------------------------------------------ requests
+    def _lookup_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lookup is None or self._lookup[0] is not loop:
+            self._lookup = (loop, asyncio.Lock())
+        return self._lookup[1]
+
     async def model_id(self) -> str:
         """The model name sent with requests (the first one the server lists, unless given).
 
@@ -107,12 +135,9 @@ class OpenAICompletionsBackend(Backend):
         """
         if self.model is not None:
             return self.model
-        loop = asyncio.get_running_loop()
-        if self._lookup is None or self._lookup[0] is not loop:
-            self._lookup = (loop, asyncio.Lock())
-        async with self._lookup[1]:
+        async with self._lookup_lock():
             if self.model is None:
-                data = await self._get_json("/models")
+                data = self._models = await self._get_json("/models")
                 try:
                     self.model = str(data["data"][0]["id"])
                 except (KeyError, IndexError, TypeError):
@@ -121,10 +146,47 @@ class OpenAICompletionsBackend(Backend):
                     ) from None
         return self.model
 
-    def _body(self, model: str, request: CompletionRequest, stream: bool) -> dict[str, Any]:
+    async def engine_kind(self) -> EngineKind:
+        """The engine's kind: as configured, else detected once (``generic`` if unknown)."""
+        if self.kind is not None:
+            return self.kind
+        async with self._lookup_lock():
+            if self.kind is None:
+                if self._models is None:
+                    self._models = await self._get_json_or_none(self.base_url + "/models")
+                root = self.base_url.removesuffix("/v1")
+                self.kind = await detect_kind(
+                    self._models, lambda path: self._get_json_or_none(root + path)
+                )
+        return self.kind
+
+    async def _get_json_or_none(self, url: str) -> Any:
+        """A probe: the JSON at ``url``, or ``None`` for any failure."""
+        try:
+            async with self._client().get(url, timeout=_PROBE_TIMEOUT) as resp:
+                if resp.status >= 400:
+                    return None
+                return json.loads(await resp.text(errors="replace"))
+        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+            return None
+
+    def _emulates_lazy(self, kind: EngineKind, request: CompletionRequest) -> bool:
+        """Whether ``request``'s lazy constraint is run by chatfmt (:mod:`.lazy`) on ``kind``."""
+        constraint = request.constraint
+        return (
+            constraint is not None
+            and bool(constraint.trigger)
+            and takes_constraints(kind)
+            and not takes_lazy(kind, constraint)
+        )
+
+    def _body(
+        self, model: str, request: CompletionRequest, stream: bool, kind: EngineKind = "generic"
+    ) -> dict[str, Any]:
+        ids = self.send_token_ids and takes_token_ids(kind)
         prompt: Any = (
             list(request.prompt_token_ids)
-            if request.prompt_token_ids is not None and self.send_token_ids
+            if request.prompt_token_ids is not None and ids
             else request.prompt
         )
         body: dict[str, Any] = {"model": model, "prompt": prompt, "stream": stream}
@@ -133,7 +195,9 @@ class OpenAICompletionsBackend(Backend):
         for key in ("max_tokens", "temperature", "top_p", "top_k", "seed", "repetition_penalty"):
             value = getattr(request, key)
             if value is not None:
-                body[key] = value
+                body[sampling_name(kind, key)] = value
+        if request.constraint is not None:
+            body.update(constraint_fields(kind, request.constraint))
         if stream:
             body["stream_options"] = {"include_usage": True}
         body.update(self.extra_body)
@@ -158,8 +222,11 @@ class OpenAICompletionsBackend(Backend):
 
     async def complete(self, request: CompletionRequest) -> CompletionResult:
         model = await self.model_id()
+        kind = await self.engine_kind()
+        if self._emulates_lazy(kind, request):
+            return await super().complete(request)
         url = self.base_url + "/completions"
-        body = self._body(model, request, False)
+        body = self._body(model, request, False, kind)
         async with self._transport(url), self._client().post(url, json=body) as resp:
             await _raise_for_status(resp, url)
             data = await _json(resp, url)
@@ -167,11 +234,23 @@ class OpenAICompletionsBackend(Backend):
         return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        kind = await self.engine_kind()
+        chunks = (
+            lazy_stream(self._stream_one, request)
+            if self._emulates_lazy(kind, request)
+            else self._stream_one(request)
+        )
+        async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+            async for chunk in chunks:
+                yield chunk
+
+    async def _stream_one(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
         model = await self.model_id()
+        kind = await self.engine_kind()
         url = self.base_url + "/completions"
         finish: str | None = None
         usage = None
-        body = self._body(model, request, True)
+        body = self._body(model, request, True, kind)
         async with self._transport(url), self._client().post(url, json=body) as resp:
             await _raise_for_status(resp, url)
             async for data in sse_data(resp.content):

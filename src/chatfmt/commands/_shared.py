@@ -181,3 +181,20 @@ def check_output_path(output: Path | None) -> None:
             f"-o/--output {str(output)!r} looks like a template option: "
             "-o is --output; set template options with -O/--option NAME=VALUE"
         )
+
+
+#: Help of every command's ``--tool-format`` option.
+TOOL_FORMAT_HELP = (
+    "Tool-call format for a template without one, e.g. hermes ('none': no pairing; "
+    "default: the template's own{default})."
+)
+
+
+def with_tool_format_option(template: Any, tool_format: str | None) -> Any:
+    """``template`` (a name, path or Template) paired with ``--tool-format`` when it is given."""
+    if tool_format is None:
+        return template
+    from ..api import get_template
+    from ..tool_format import resolve_tool_format
+
+    return resolve_tool_format(get_template(template), tool_format)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._shared import fail
+from ._shared import TOOL_FORMAT_HELP, fail
 
 
 def load_tool(spec: str) -> Callable[..., Any]:
@@ -44,21 +44,24 @@ def _backend(url: str | None, model: str | None, model_path: Path | None) -> Any
     return LlamaCppBackend(model_path)
 
 
-async def _template_for(backend: Any, template: str | None) -> Any:
-    """The template: given, else the embedded model's own, else the server's model id's."""
+async def _template_for(backend: Any, template: str | None, tool_format: str | None) -> Any:
+    """The template: given, else the embedded model's own, else the server's model id's;
+    paired with ``tool_format`` (default: the template's own, else its default pairing)."""
     from ..api import get_template
     from ..registry import REGISTRY
+    from ..tool_format import resolve_tool_format
 
     if template is not None:
-        return get_template(template)
-    path = getattr(backend, "model_path", None)
-    if path is not None:
-        return get_template(Path(path))
-    model = await backend.model_id()
-    found = REGISTRY.match_model(model)
-    if found is None:
-        raise fail(f"no template matches the server's model {model!r}: pass --template")
-    return found
+        found = get_template(template)
+    elif getattr(backend, "model_path", None) is not None:
+        found = get_template(Path(backend.model_path))
+    else:
+        model = await backend.model_id()
+        matched = REGISTRY.match_model(model)
+        if matched is None:
+            raise fail(f"no template matches the server's model {model!r}: pass --template")
+        found = matched
+    return resolve_tool_format(found, tool_format)
 
 
 class _Printer:
@@ -124,6 +127,28 @@ def chat_cmd(
         list[str] | None,
         typer.Option("--tool", help="A tool as module:function (repeatable)."),
     ] = None,
+    tool_format: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-format",
+            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
+        ),
+    ] = None,
+    tool_choice: Annotated[
+        str,
+        typer.Option(
+            "--tool-choice",
+            help="auto, required, none or a tool's name: what the model's first reply of each "
+            "message must be (a call is then guaranteed valid where the engine takes a grammar).",
+        ),
+    ] = "auto",
+    parallel_tool_calls: Annotated[
+        bool,
+        typer.Option(
+            "--parallel-tool-calls/--one-tool-call",
+            help="Whether a reply may hold several calls.",
+        ),
+    ] = True,
     interpreter: Annotated[
         bool, typer.Option("--interpreter", help="Give the model a Jupyter code interpreter.")
     ] = False,
@@ -159,7 +184,7 @@ def chat_cmd(
     agent: Agent | None = None
     try:
         backend = _backend(backend_url, model, model_path)
-        tpl = loop.run_until_complete(_template_for(backend, template))
+        tpl = loop.run_until_complete(_template_for(backend, template, tool_format))
         agent = Agent(
             backend,
             template=tpl,
@@ -167,6 +192,8 @@ def chat_cmd(
             interpreter=interpreter or None,
             max_turn=max_turn,
             sampling=sampling,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
         )
         history: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         if message is not None:

@@ -17,9 +17,11 @@ from ..errors import ChatFmtError
 from ..requests import RenderRequest
 from ._shared import (
     RENDER_PARAMETERS,
+    TOOL_FORMAT_HELP,
     conversation_input,
     fail,
     template_options,
+    with_tool_format_option,
 )
 
 if TYPE_CHECKING:
@@ -151,6 +153,10 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="Print input_ids, labels and each token as JSON.")
         ] = False,
+        tool_format: Annotated[
+            str | None,
+            typer.Option("--tool-format", help=TOOL_FORMAT_HELP.format(default="")),
+        ] = None,
     ) -> None:
         """Show a conversation's tokens and its training mask (trained / not trained / control)."""
         from ..tokens.encode import TRAIN_ON, encode
@@ -172,8 +178,9 @@ def register(app: typer.Typer) -> None:
             request = RenderRequest(
                 tools=tools, add_generation_prompt=generation_prompt, options=options
             )
+            tpl = with_tool_format_option(template, tool_format)
             encoding = encode(
-                messages, template, tokenizer, request=request, train_on=mask, on_special=on_special
+                messages, tpl, tokenizer, request=request, train_on=mask, on_special=on_special
             )
         except ChatFmtError as exc:
             hint = ""

@@ -11,6 +11,7 @@ import typer
 
 from ..errors import ChatFmtError
 from ..textfile import decode_text
+from ._shared import TOOL_FORMAT_HELP, with_tool_format_option
 
 
 class _InputError(ChatFmtError):
@@ -106,6 +107,10 @@ def register(app: typer.Typer) -> None:
                 "--option", "-O", help="Template option KEY=VALUE (e.g. enable_thinking=false)."
             ),
         ] = None,
+        tool_format: Annotated[
+            str | None,
+            typer.Option("--tool-format", help=TOOL_FORMAT_HELP.format(default="")),
+        ] = None,
     ) -> None:
         """Parse model output into an OpenAI assistant message (tool calls, reasoning).
 
@@ -120,8 +125,9 @@ def register(app: typer.Typer) -> None:
         text = _read_text(file, "output file")
         tool_list = _read_tools(tools) if tools is not None else None
         opts = _options(option or [])
+        tpl = with_tool_format_option(template, tool_format)
         if not stream:
-            msg = parse(text, template, tools=tool_list, truncated=truncated, **opts)
+            msg = parse(text, tpl, tools=tool_list, truncated=truncated, **opts)
             typer.echo(
                 _line(
                     {
@@ -132,7 +138,7 @@ def register(app: typer.Typer) -> None:
                 )
             )
             return
-        sp = StreamParser(template, tools=tool_list, **opts)
+        sp = StreamParser(tpl, tools=tool_list, **opts)
         for start in range(0, len(text), chunk_size):
             for delta in delta_dicts(sp.feed(text[start : start + chunk_size])):
                 typer.echo(_line(delta))

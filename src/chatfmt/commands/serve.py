@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
-from ._shared import fail
+from ._shared import TOOL_FORMAT_HELP, fail
 
 #: The environment variable a worker process reads its configuration from (``--workers``).
 _WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
@@ -28,6 +28,8 @@ def _specs(
     backend_model: str | None,
     backend_api_key: str | None,
     model_path: str | None,
+    tool_format: str | None = None,
+    backend_kind: str = "auto",
 ) -> tuple[list[Any], Any]:
     from ..gateway.config import ModelSpec, load_config
     from ..gateway.models import Limits
@@ -46,6 +48,8 @@ def _specs(
         backend_model=backend_model,
         backend_api_key=backend_api_key,
         model_path=model_path,
+        tool_format=tool_format,
+        backend_kind=backend_kind,
     )
     return [spec], Limits()
 
@@ -120,6 +124,21 @@ def serve_cmd(
     model_path: Annotated[
         str | None, typer.Option("--model-path", help="A GGUF file for the embedded backend.")
     ] = None,
+    tool_format: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-format",
+            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
+        ),
+    ] = None,
+    backend_kind: Annotated[
+        str,
+        typer.Option(
+            "--backend-kind",
+            help="The engine behind --backend, for its constraint fields: auto (detect), "
+            "llama.cpp, llama-cpp-python, vllm, sglang, generic.",
+        ),
+    ] = "auto",
     config: Annotated[
         Path | None,
         typer.Option("--config", help="TOML file mapping model names to backends (see docs)."),
@@ -160,11 +179,11 @@ def serve_cmd(
         import uvicorn
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
-    per_model = (template, tokenizer, model_name, backend_model, model_path)
-    if config is not None and (any(per_model) or backend != "embedded"):
+    per_model = (template, tokenizer, model_name, backend_model, model_path, tool_format)
+    if config is not None and (any(per_model) or backend != "embedded" or backend_kind != "auto"):
         raise fail(
-            "--config describes the models: leave out --backend, --template, --tokenizer, "
-            "--model-name, --backend-model and --model-path"
+            "--config describes the models: leave out --backend, --backend-kind, --template, "
+            "--tokenizer, --model-name, --backend-model, --model-path and --tool-format"
         )
     try:
         specs, limits = _specs(
@@ -176,6 +195,8 @@ def serve_cmd(
             backend_model,
             backend_api_key,
             model_path,
+            tool_format,
+            backend_kind,
         )
         # with --workers: checks the configuration
         app = build_app(specs, limits, api_key, trust_request_chat_template)

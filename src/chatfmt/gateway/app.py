@@ -282,6 +282,11 @@ class Gateway:
             "prompt": prepared.prompt,
             "prefill": prepared.prefill,
         }
+        if prepared.constraint is not None:  # what the reply is constrained to
+            out["constraint"] = {
+                "gbnf": prepared.constraint.gbnf,
+                "trigger": prepared.constraint.trigger,
+            }
         enc = prepared.rendered.encoding
         if enc is not None and prepared.prompt_ids is not None:
             extra = len(prepared.prompt_ids) - len(enc)  # the prefill: markup, not trained

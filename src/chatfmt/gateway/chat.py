@@ -7,24 +7,38 @@ turn layer (:func:`chatfmt.turn.render_prompt`) and adds the ``tool_choice`` pre
 template's stop words plus the request's); :func:`complete` and :func:`start_stream` run
 it through the template's :class:`~chatfmt.parsing.StreamParser`
 (:class:`chatfmt.turn.ParsedTurn`) and send the deltas in OpenAI's shapes (:mod:`.wire`).
+
+Structure is guaranteed both ways: :func:`render` compiles the request's tools,
+``tool_choice``, ``parallel_tool_calls`` and ``response_format`` into one constraint
+(:func:`chatfmt.constraints.compile_constraint`) that the backend sends in its engine's
+dialect, and every reply is checked (:func:`chatfmt.constraints.check_reply`) before it is
+returned: see :func:`reply_error` for what a client gets when it is not valid.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ..backends.base import CompletionRequest, Usage
+from ..constraints import Constraint, check_reply, compile_constraint
 from ..errors import ChatFmtError, ValidationError
 from ..protocol import Conversation, Tool, validate_conversation, validate_tools
 from ..template import Template
+from ..tool_format import tool_format_names
 from ..turn import Delta, ParsedTurn, Prompt, render_prompt
 from . import wire
 from .errors import APIError, api_error
 from .models import Limits, ModelEntry
-from .schema import ChatBody, RenderBody
+from .schema import ChatBody, RenderBody, response_format_dict
 from .tool_choice import prefill_for
+
+log = logging.getLogger("chatfmt.gateway")
+
+#: How much of an invalid reply an error response quotes.
+_QUOTED = 400
 
 #: ``tool_choice`` as the client sent it: ``auto``/``none``/``required`` or a named function.
 WireToolChoice = str | dict[str, Any] | None
@@ -42,6 +56,23 @@ class ChatInput:
     options: dict[str, Any]  # template (and parser) options: chat_template_kwargs
     tool_choice: WireToolChoice
     max_calls: int | None = None  # 1 for parallel_tool_calls: false
+    response_format: dict[str, Any] | None = None  # json_object / json_schema (None: text)
+
+    @property
+    def function_tools(self) -> list[Any]:
+        """The function tools offered (what the constraint and the check know)."""
+        return [t for t in self.tools or () if t.get("type", "function") == "function"]
+
+    @property
+    def only_functions(self) -> bool:
+        """Whether every offered tool is a function (a code interpreter is not constrained)."""
+        return len(self.function_tools) == len(self.tools or ())
+
+    @property
+    def checked(self) -> bool:
+        """Whether replies are validated: function tools were offered (and nothing else,
+        such as a code interpreter), or a format was asked for."""
+        return (bool(self.tools) and self.only_functions) or self.response_format is not None
 
 
 def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
@@ -72,7 +103,9 @@ def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
             raise APIError(
                 400,
                 f"template {template.name!r} has no tool-call format: tools cannot be offered "
-                "(send tool_choice 'none' to render the conversation without them)",
+                "(send tool_choice 'none' to render the conversation without them, or serve the "
+                f"model with one: --tool-format NAME or tool_format = NAME, NAME one of "
+                f"{tool_format_names()})",
                 param="tools",
                 code="unsupported_value",
             )
@@ -82,8 +115,15 @@ def validate(entry: ModelEntry, body: RenderBody, limits: Limits) -> ChatInput:
     if rendered:
         conversation = Conversation(conversation.messages, validated_tools)
     single = getattr(body, "parallel_tool_calls", None) is False
+    response_format = response_format_dict(body) if isinstance(body, ChatBody) else None
     return ChatInput(
-        entry, conversation, rendered, options, wire_choice, max_calls=1 if single else None
+        entry,
+        conversation,
+        rendered,
+        options,
+        wire_choice,
+        max_calls=1 if single else None,
+        response_format=response_format,
     )
 
 
@@ -125,6 +165,7 @@ class Prepared:
     rendered: Prompt[Conversation]
     prefill: str  # the forced start of the reply (tool_choice), sent after the prompt
     prompt_ids: tuple[int, ...] | None = None  # the rendered ids, then the prefill's
+    constraint: Constraint | None = None  # what the backend constrains the reply to
 
     @property
     def entry(self) -> ModelEntry:
@@ -150,11 +191,40 @@ def render(chat: ChatInput, *, add_generation_prompt: bool = True) -> Prepared:
         )
     except ChatFmtError as exc:
         raise api_error(exc) from None
-    prefill = _prefill(chat) if add_generation_prompt else ""
+    constraint = _constraint(chat) if add_generation_prompt else None
+    if constraint is not None:
+        prefill = constraint.prefill
+    else:
+        prefill = _prefill(chat) if add_generation_prompt else ""
     ids = rendered.ids
     if ids is not None and prefill:
         ids += tuple(tokenizer.encode(prefill))  # template markup: its special tokens are ids
-    return Prepared(chat, rendered, prefill, ids)
+    return Prepared(chat, rendered, prefill, ids, constraint)
+
+
+def _constraint(chat: ChatInput) -> Constraint | None:
+    """The request's constraint (``None``: nothing to constrain, or the template's format
+    cannot be compiled: then the prefill and the reply's validation still apply).
+
+    A malformed schema (``tools[i].function.parameters``, ``response_format.json_schema``)
+    is a 400 naming it.
+    """
+    if not chat.checked or not chat.only_functions:
+        return None
+    try:
+        return compile_constraint(
+            chat.entry.template,
+            tools=chat.tools,
+            tool_choice=chat.tool_choice if chat.tool_choice is not None else "auto",
+            parallel_tool_calls=chat.max_calls is None,
+            response_format=chat.response_format,
+            options=chat.options,
+        )
+    except ValidationError as exc:
+        raise api_error(exc) from None
+    except ChatFmtError as exc:
+        log.warning("no constraint for %s: %s", chat.entry.name, exc)
+        return None
 
 
 def _prefill(chat: ChatInput) -> str:
@@ -199,7 +269,11 @@ def completion_request(prepared: Prepared, body: ChatBody) -> CompletionRequest:
             overrides[name] = value
     try:
         return CompletionRequest.for_template(
-            template, prepared.prompt, prompt_token_ids=prepared.prompt_ids, **overrides
+            template,
+            prepared.prompt,
+            prompt_token_ids=prepared.prompt_ids,
+            constraint=prepared.constraint,
+            **overrides,
         )
     except ValidationError as exc:
         raise api_error(exc) from None
@@ -243,11 +317,45 @@ async def complete(prepared: Prepared, request: CompletionRequest) -> dict[str, 
             deltas.extend(batch)
     except ChatFmtError as exc:
         raise api_error(exc) from None
+    message = wire.wire_message(deltas, prepared.chat.max_calls)
+    invalid = reply_error(prepared, turn, message)
+    if invalid is not None:
+        raise invalid
     return wire.chat_completion(
-        prepared.entry.name,
-        wire.wire_message(deltas, prepared.chat.max_calls),
-        turn.parser.finish_reason,
-        usage_of(turn, prepared),
+        prepared.entry.name, message, turn.parser.finish_reason, usage_of(turn, prepared)
+    )
+
+
+def reply_error(prepared: Prepared, turn: ParsedTurn, message: dict[str, Any]) -> APIError | None:
+    """The error answered instead of a reply that breaks the request's structure.
+
+    Checked when tools were offered or a ``response_format`` asked for: a call of a tool
+    that was not offered, arguments that are not JSON or not valid against the tool's
+    schema, ``required``/named answered otherwise, content that is not JSON or does not
+    match the schema. Such a reply is never returned as if it were valid: the client gets
+    HTTP 500 ``model_error`` (code ``invalid_model_output``, as OpenAI answers when its model
+    writes an invalid call) naming each problem and quoting what the model wrote. A reply
+    cut by ``max_tokens`` is returned as it is, with ``finish_reason: "length"``.
+    """
+    chat = prepared.chat
+    if not chat.checked or turn.truncated:
+        return None
+    problems = check_reply(
+        message,
+        tools=chat.function_tools,
+        tool_choice=chat.tool_choice if chat.tool_choice is not None else "auto",
+        response_format=chat.response_format,
+    )
+    if not problems:
+        return None
+    found = "; ".join(f"{p.where}: {p.what}" if p.where else p.what for p in problems)
+    written = turn.text
+    quoted = written if len(written) <= _QUOTED else written[:_QUOTED] + "…"
+    return APIError(
+        500,
+        f"the model's reply is not valid ({found}); the model wrote: {quoted!r}",
+        type="model_error",
+        code="invalid_model_output",
     )
 
 
@@ -289,16 +397,26 @@ async def _events(
     chunks = wire.ChunkWriter(prepared.entry.name)
     max_calls = prepared.chat.max_calls
     wire_delta = wire.wire_delta
+    kept: list[Delta] | None = [] if prepared.chat.checked else None  # for the check
     try:
         yield chunks.start()
         for batch in early:
+            if kept is not None:
+                kept.extend(batch)
             for delta in batch:
                 if (out := wire_delta(delta, max_calls)) is not None:
                     yield chunks.delta(out)
         async for batch in batches:  # per delta, inlined: the hot loop of every stream
+            if kept is not None:
+                kept.extend(batch)
             for delta in batch:
                 if (out := wire_delta(delta, max_calls)) is not None:
                     yield chunks.delta(out)
+        if kept is not None:
+            invalid = reply_error(prepared, turn, wire.wire_message(kept, max_calls))
+            if invalid is not None:  # instead of the finish: the client's SDK raises it
+                yield wire.sse(invalid.body())
+                return
         yield chunks.delta({}, turn.parser.finish_reason)
         if include_usage:
             yield chunks.usage(usage_of(turn, prepared))

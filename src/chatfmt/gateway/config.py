@@ -5,9 +5,11 @@ A config file maps model names to a backend, a template and an optional tokenize
     [models.qwen]
     backend = "http://127.0.0.1:8001/v1"   # or "embedded"
     template = "qwen2.5"                   # default: the server's model id / the GGUF's own
+    tool_format = "hermes"                 # optional: for a template without one ("none": no pairing)
     tokenizer = "/models/qwen2.5"           # optional: ids for /v1/render, usage, length check
     backend_model = "Qwen/Qwen2.5-7B-Instruct"  # optional: the model name sent to the backend
     backend_api_key_env = "VLLM_API_KEY"    # optional: where the backend's key is (or backend_api_key)
+    backend_kind = "vllm"                   # optional: the engine (default: detected)
 
     [limits]
     max_body_bytes = 8388608
@@ -40,6 +42,10 @@ class ModelSpec:
     backend_model: str | None = None
     backend_api_key: str | None = None
     model_path: str | None = None  # a GGUF for the embedded backend
+    #: a tool format for a template without one (default: the template's default pairing;
+    #: "none": no pairing), see chatfmt.tool_format
+    tool_format: str | None = None
+    backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
 
     def __repr__(self) -> str:  # never show the backend's key
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -56,6 +62,8 @@ _MODEL_KEYS = {
     "backend_api_key",
     "backend_api_key_env",
     "model_path",
+    "tool_format",
+    "backend_kind",
 }
 
 
@@ -111,7 +119,21 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
         backend_model=table.get("backend_model"),
         backend_api_key=key,
         model_path=table.get("model_path"),
+        tool_format=table.get("tool_format"),
+        backend_kind=_kind(where, table.get("backend_kind", "auto")),
     )
+
+
+def _kind(where: str, value: str) -> str:
+    """A ``backend_kind`` checked (``auto`` or an engine kind)."""
+    from ..backends.dialects import engine_kind
+
+    if value != "auto":
+        try:
+            engine_kind(value)
+        except ChatFmtError as exc:
+            raise ChatFmtError(f"{where}.backend_kind: {exc}") from None
+    return value
 
 
 def _limits(path: Path, table: Any) -> Limits:
@@ -134,11 +156,13 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
     """Backend, template and tokenizer of one spec.
 
     The template is ``spec.template``, else the embedded model's own (its GGUF chat
-    template), else the one matching the backend server's model id.
+    template), else the one matching the backend server's model id; paired with
+    ``spec.tool_format`` (:func:`~chatfmt.tool_format.resolve_tool_format`).
     """
     from ..api import get_template
     from ..backends.base import Backend
     from ..registry import REGISTRY
+    from ..tool_format import resolve_tool_format
 
     backend: Backend
     if spec.backend == EMBEDDED:
@@ -151,7 +175,10 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         from ..backends.openai import OpenAICompletionsBackend
 
         remote = OpenAICompletionsBackend(
-            spec.backend, model=spec.backend_model, api_key=spec.backend_api_key
+            spec.backend,
+            model=spec.backend_model,
+            api_key=spec.backend_api_key,
+            kind=spec.backend_kind,
         )
         backend = remote
         if spec.template is not None:
@@ -168,6 +195,7 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
                     f"{model_id!r}; give one (--template or template = ...)"
                 )
             template = found
+    template = resolve_tool_format(template, spec.tool_format)
     tokenizer = None
     if spec.tokenizer is not None:
         from ..tokens import load_tokenizer

@@ -6,7 +6,7 @@ names the field of any problem (``messages[2].tool_calls[0].function.arguments``
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
@@ -36,6 +36,32 @@ class NamedToolChoice(_Body):
 ToolChoice = Literal["auto", "none", "required"] | NamedToolChoice
 
 
+class JSONSchemaFormat(_Body):
+    name: str = Field(min_length=1, max_length=64)
+    description: str | None = None
+    # ``schema`` is checked when the constraint is compiled (a 400 naming its part).
+    schema_: Any = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class TextFormat(_Body):
+    type: Literal["text"]
+
+
+class JSONObjectFormat(_Body):
+    type: Literal["json_object"]
+
+
+class JSONSchemaResponseFormat(_Body):
+    type: Literal["json_schema"]
+    json_schema: JSONSchemaFormat
+
+
+ResponseFormat = Annotated[
+    TextFormat | JSONObjectFormat | JSONSchemaResponseFormat, Field(discriminator="type")
+]
+
+
 class RenderBody(_Body):
     """``POST /v1/render``: what the prompt of a chat request would be."""
 
@@ -62,10 +88,10 @@ class ChatBody(RenderBody):
     n: int | None = 1
     stream: bool | None = False
     stream_options: StreamOptions | None = None
+    response_format: ResponseFormat | None = None
     # Declared to be refused when set (see ``unsupported``).
     logprobs: bool | None = None
     top_logprobs: int | None = None
-    response_format: dict[str, Any] | None = None
     functions: list[Any] | None = None
     function_call: Any = None
     chat_template: str | None = None
@@ -78,13 +104,6 @@ def unsupported(body: ChatBody) -> APIError | None:
     if body.logprobs or body.top_logprobs:
         return APIError(
             400, "logprobs are not supported", param="logprobs", code="unsupported_value"
-        )
-    if body.response_format is not None and body.response_format.get("type") != "text":
-        return APIError(
-            400,
-            "response_format other than text is not supported",
-            param="response_format",
-            code="unsupported_value",
         )
     if body.chat_template is not None:
         return APIError(
@@ -105,6 +124,14 @@ def unsupported(body: ChatBody) -> APIError | None:
     return None
 
 
+def response_format_dict(body: ChatBody) -> dict[str, Any] | None:
+    """The request's ``response_format`` as the client sent it (``None`` for absent or text)."""
+    fmt = body.response_format
+    if fmt is None or isinstance(fmt, TextFormat):
+        return None
+    return fmt.model_dump(by_alias=True, exclude_none=True)
+
+
 def parse_body(model: type[_Body], raw: bytes) -> Any:
     """The validated body, or a 400 :class:`APIError` naming the first bad field."""
     try:
@@ -121,12 +148,16 @@ def parse_body(model: type[_Body], raw: bytes) -> Any:
 
 #: Fields whose type is a union: pydantic's location then names the branch, not a field.
 _UNION_FIELDS = ("tool_choice", "stop")
+#: Fields whose type is a union told apart by ``type``: the location names the tag after the field.
+_TAGGED_FIELDS = ("response_format",)
 
 
 def _loc(loc: tuple[int | str, ...]) -> str:
     """A pydantic location as a field path: ``('messages', 2)`` → ``messages[2]``."""
     if loc and loc[0] in _UNION_FIELDS:
         return str(loc[0])
+    if loc and loc[0] in _TAGGED_FIELDS:
+        loc = loc[:1] + loc[2:]
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)

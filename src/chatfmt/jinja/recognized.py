@@ -69,6 +69,7 @@ class RecognizedTemplate(Template):
             "reasoning_parser",
             "reasoning_parser_class",
             "prefix_stable",
+            "default_tool_format",
         ):
             setattr(self, attr, getattr(native, attr))
         self.control_tokens = tuple(dict.fromkeys((*native.control_tokens, *jinja.control_tokens)))

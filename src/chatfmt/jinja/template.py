@@ -508,9 +508,12 @@ def input_shape(prep: Prepared, add_gen: bool, opts: Mapping[str, Any], merge: b
     """What decides whether a dialect renders an input: per message its role, keys and the
     type of each value (of text parts: their types; of tool calls: their number), whether
     there are tools, the generation prompt and the options."""
-    msgs = []
+    msgs: list[Hashable] = []
     for m in prep.raw:
         content = m.get("content")
+        if type(content) is str and len(m) == 2:  # {"role", "content": str}: the role says it
+            msgs.append(m.get("role"))
+            continue
         parts = (
             tuple(p.get("type") if isinstance(p, dict) else type(p) for p in content)
             if isinstance(content, list)

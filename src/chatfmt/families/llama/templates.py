@@ -18,6 +18,7 @@ from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, text_beside_calls
+from ...tool_format import no_tool_format
 from .markers import (
     BEGIN_OF_TEXT,
     BOS,
@@ -47,9 +48,7 @@ def strftime_d_b_y(day: _dt.date) -> str:
 
 def _reject_tools(name: str, m: Message) -> None:
     if m.tool_calls:
-        raise UnsupportedFeatureError(
-            f"template {name!r} has no tool-call format", index=m.index, field="tool_calls"
-        )
+        raise no_tool_format(name, m.index)
 
 
 # ----------------------------------------------------------------------------- Llama 2

@@ -23,6 +23,7 @@ from ...template import (
     refuse_system_without_user,
     text_beside_calls,
 )
+from ...tool_format import no_tool_format
 from .markers import (
     ARGS,
     AVAILABLE_TOOLS,
@@ -307,11 +308,7 @@ class MistralV1Template(Template):
             if (m.role == "user") != (k % 2 == 0):
                 raise RoleOrderError(ALTERNATE, index=m.index, field="role")
             if m.tool_calls:
-                raise UnsupportedFeatureError(
-                    f"template {self.name!r} has no tool-call format",
-                    index=m.index,
-                    field="tool_calls",
-                )
+                raise no_tool_format(self.name, m.index)
             if m.role == "user":
                 b.control(" [INST] ", m.index)
                 if k == 0 and system is not None:

@@ -25,20 +25,14 @@ from ...template import (
 )
 from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
 from ..chatml.render import chatml_turn, function_call, require_messages, require_text, tojson
+from ..hermes.markers import TOOLS_INTRO, TOOLS_OUTRO
 from ..hermes.parser import HermesParser
 
 QWEN_CONTROL_TOKENS = (IM_START, IM_END, ENDOFTEXT)
 
 QWEN25_DEFAULT_SYSTEM = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant."
-_TOOLS_INTRO = (
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
-)
-_TOOLS_OUTRO = (
-    "\n</tools>\n\nFor each function call, return a json object with function name and arguments "
-    "within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>' + IM_END + "\n"
-)
+_TOOLS_INTRO = TOOLS_INTRO
+_TOOLS_OUTRO = TOOLS_OUTRO + IM_END + "\n"
 
 
 def tool_json(tool: Tool, i: int) -> str:

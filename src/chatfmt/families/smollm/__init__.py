@@ -1,4 +1,4 @@
-"""The smollm family — HuggingFaceTB SmolLM3: ChatML with a metadata system turn and ``/think`` / ``/no_think`` modes.
+"""The smollm family — HuggingFaceTB SmolLM2-Instruct (ChatML with a default system turn) and SmolLM3 (ChatML with a metadata system turn and ``/think`` / ``/no_think`` modes).
 
 Its templates, parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
 """

@@ -3,3 +3,6 @@
 from __future__ import annotations
 
 END_OF_TEXT = "<|end_of_text|>"
+
+#: SmolLM2-Instruct's default system prompt (no final period, as in the official template).
+SMOLLM2_DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"

