@@ -178,8 +178,9 @@ class Agent:
             prompt, ids = self._prompt(history)
             constraint = self.first_constraint if turn_index == 0 else self.constraint
             prefill = constraint.prefill if constraint is not None else ""
-            if prefill and ids is not None:  # template markup: its special tokens are ids
-                ids = ids + tuple(self.backend.tokenizer.encode(prefill))  # type: ignore[attr-defined]
+            tokenizer = getattr(self.backend, "tokenizer", None)
+            if prefill and ids is not None and tokenizer is not None:  # markup: special ids
+                ids += tuple(tokenizer.encode(prefill))
             request = CompletionRequest.for_template(
                 self.template,
                 prompt + prefill,
