@@ -116,10 +116,9 @@ def _derive(template: Any, opts: Mapping[str, Any]) -> _Derived:
             f"template {getattr(template, 'name', template)!r} has no Jinja source to derive a parser from"
         )
     # What the derivation reads from the template object is part of the key: besides source,
-    # variables and options, a template's own stop words (where a turn is cut) and control
-    # tokens (given to the machines). Two objects of one source that differ in these derive
-    # separately, whichever derives first (only the label in ``fmt.template`` is the first's).
-    own = (tuple(tpl.generation_config.stop_words), tuple(tpl.control_tokens))
+    # variables and options, a template's own stop words (where a turn is cut), control
+    # tokens (given to the machines) and name (what its format and errors are labelled with).
+    own = (tuple(tpl.generation_config.stop_words), tuple(tpl.control_tokens), tpl.name)
     try:
         key: Any = (tpl.sha256, _freeze(dict(tpl.variables)), _freeze(dict(opts)), own)
     except TypeError:  # an option value that cannot be a key: derived each time
@@ -195,7 +194,7 @@ def derive_parser(template: Any, **options: Any) -> DerivedFormat:
 
     Raises :class:`ParseError` naming the template when its tool calls cannot be
     classified. Cached per source, variables, ``options`` (template options) and what the
-    template object adds: its stop words and control tokens.
+    template object adds: its stop words, control tokens and name.
     """
     from ..api import get_template
 
