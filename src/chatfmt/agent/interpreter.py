@@ -92,7 +92,9 @@ class CodeInterpreter:
 
         try:
             km = KernelManager(kernel_name=self.kernel_name)
-            km.start_kernel(cwd=str(self.workdir))
+            # errors only: the kernel's startup warnings (e.g. ipykernel's notice that its local
+            # TCP ports are unencrypted) would print into the chat the kernel serves
+            km.start_kernel(cwd=str(self.workdir), extra_arguments=["--log-level=ERROR"])
             kc = km.client()
             kc.start_channels()
             kc.wait_for_ready(timeout=self.startup_timeout)
