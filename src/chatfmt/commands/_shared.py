@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -188,6 +188,13 @@ TOOL_FORMAT_HELP = (
     "Tool-call format for a template without one, e.g. hermes ('none': no pairing; "
     "default: the template's own{default})."
 )
+#: ``--tool-format`` of the commands that pair a template by themselves (chat, serve).
+PairedToolFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--tool-format", help=TOOL_FORMAT_HELP.format(default=", else its default pairing")
+    ),
+]
 
 
 def with_tool_format_option(template: Any, tool_format: str | None) -> Any:

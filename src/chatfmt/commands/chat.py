@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ._shared import TOOL_FORMAT_HELP, fail
+from ._shared import PairedToolFormat, fail
 
 
 def load_tool(spec: str) -> Callable[..., Any]:
@@ -127,13 +127,7 @@ def chat_cmd(
         list[str] | None,
         typer.Option("--tool", help="A tool as module:function (repeatable)."),
     ] = None,
-    tool_format: Annotated[
-        str | None,
-        typer.Option(
-            "--tool-format",
-            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
-        ),
-    ] = None,
+    tool_format: PairedToolFormat = None,
     tool_choice: Annotated[
         str,
         typer.Option(

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ChatFmtError
-from ._shared import TOOL_FORMAT_HELP, fail
+from ._shared import PairedToolFormat, fail
 
 #: The environment variable a worker process reads its configuration from (``--workers``).
 _WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
@@ -124,13 +124,7 @@ def serve_cmd(
     model_path: Annotated[
         str | None, typer.Option("--model-path", help="A GGUF file for the embedded backend.")
     ] = None,
-    tool_format: Annotated[
-        str | None,
-        typer.Option(
-            "--tool-format",
-            help=TOOL_FORMAT_HELP.format(default=", else its default pairing"),
-        ),
-    ] = None,
+    tool_format: PairedToolFormat = None,
     backend_kind: Annotated[
         str,
         typer.Option(

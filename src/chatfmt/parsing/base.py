@@ -120,13 +120,17 @@ class Emitter:
         return self._tools.get(name)
 
     def _content(self, text: str) -> None:
+        self._extend(ContentDelta, content_delta, text)
+
+    def _extend(self, kind: type, make: Any, text: str) -> None:
+        """Append ``text`` as a ``kind`` delta, merged into the last one when it is one too."""
         deltas = self.deltas
         if deltas:
             last = deltas[-1]
-            if type(last) is ContentDelta:
-                deltas[-1] = content_delta(last.text + text)
+            if type(last) is kind:
+                deltas[-1] = make(last.text + text)
                 return
-        deltas.append(content_delta(text))
+        deltas.append(make(text))
 
     def content(self, text: str) -> None:
         if not text:
@@ -145,9 +149,7 @@ class Emitter:
         if len(body) < len(text):
             self._held = text[len(body) :]
             text = body
-        if text:
-            self._after_call = False
-            self._content(text)
+        self._release(text)
 
     def _release(self, text: str) -> None:
         """Emit held whitespace ``text`` as content (before other deltas)."""
@@ -169,13 +171,7 @@ class Emitter:
         if self._held:  # content whitespace before reasoning stays where it was
             self._release(self._held)
             self._held = ""
-        deltas = self.deltas
-        if deltas:
-            last = deltas[-1]
-            if type(last) is ReasoningDelta:
-                deltas[-1] = reasoning_delta(last.text + text)
-                return
-        deltas.append(reasoning_delta(text))
+        self._extend(ReasoningDelta, reasoning_delta, text)
 
     def start_call(
         self, name: str, *, code: bool = False, error: str | None = None, call_id: str | None = None
