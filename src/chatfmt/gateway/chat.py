@@ -23,7 +23,7 @@ from typing import Any
 
 from ..backends.base import CompletionRequest
 from ..constraints import Constraint, compile_constraint
-from ..errors import ChatFmtError, ValidationError
+from ..errors import ChatFmtError, UnsupportedFeatureError, ValidationError
 from ..protocol import Conversation, Tool, validate_conversation, validate_tools
 from ..template import Template
 from ..tool_format import tool_format_names
@@ -242,6 +242,28 @@ def check_length(prepared: Prepared, limits: Limits) -> None:
             param="messages",
             code="context_length_exceeded",
         )
+
+
+async def prompt_tokens(prepared: Prepared) -> int:
+    """The prompt's token count before generation (Anthropic's ``input_tokens``,
+    ``count_tokens``): the known tokenizer's, else the engine's tokenize endpoint.
+
+    Never a guess: without either, a 400 says how to provide a tokenizer.
+    """
+    if prepared.prompt_ids is not None:
+        return len(prepared.prompt_ids)
+    try:
+        return len(await prepared.entry.backend.tokenize(prepared.prompt))
+    except UnsupportedFeatureError as exc:
+        raise APIError(
+            400,
+            f"cannot count tokens for model {prepared.entry.name!r}: no tokenizer is known "
+            f"({exc}); serve it with --tokenizer PATH (or tokenizer = PATH in the config), "
+            "or in front of an engine with a tokenize endpoint",
+            code="tokenizer_unavailable",
+        ) from None
+    except ChatFmtError as exc:  # the engine failed
+        raise api_error(exc) from None
 
 
 # ---------------------------------------------------------------------- backend
