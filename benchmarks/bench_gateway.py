@@ -1,21 +1,26 @@
-"""The gateway under load: 200 concurrent streaming chat requests, against the backend called directly.
+"""The gateway under load: 200 concurrent streaming requests per API, against the backend called directly.
 
 A fake completions backend (its own process on 127.0.0.1) streams ``--tokens`` events per
 request and echoes the request's tag (found in the prompt), so a stream that reached the
-wrong client is detected. ``chatfmt serve`` (its own process, one worker) sits in front of
-it with the ``qwen2.5`` template. The client sends ``--concurrency`` streaming requests at
-once through the gateway (``/v1/chat/completions``) and, in the same run, directly to the
-backend (``/v1/completions`` with the same prompt), rounds interleaved. Reported: errors,
-crossed streams, time to first token and total time (p50, p99) for both, the gateway's added
-time, and the gateway process's CPU time per request.
+wrong client is detected. ``chatfmt serve`` (its own process, ``--workers``) sits in front of
+it with the ``qwen2.5`` template. The client sends ``--concurrency`` streaming requests
+through the gateway — chat completions, Responses and/or Anthropic Messages (``--api``) —
+and, in the same run, the same prompts directly to the backend (``/v1/completions``),
+rounds interleaved. ``--baseline SRC`` runs a second gateway from another source tree in
+the same rounds (before/after on a machine whose load changes). Reported per API: errors,
+crossed streams, time to first token and total time (p50, p99), the gateway's added time to
+first token (p50, p99) and the gateway process's CPU time per request (workers included).
 
-    python benchmarks/bench_gateway.py [--concurrency 200] [--tokens 32] [--rounds 3]
-        [--workers 1] [--load burst|steady] [--token-ms 0] [--seconds 10]
+    python benchmarks/bench_gateway.py [--api chat|responses|messages|all] [--concurrency 200]
+        [--tokens 32] [--rounds 3] [--workers 1] [--load burst|steady] [--token-ms 0]
+        [--seconds 10] [--baseline ../old/src] [--profile gateway.prof]
 
 ``--load burst`` (default) sends all requests at the same moment; ``--load steady`` keeps
 ``--concurrency`` streams in flight (each client sends its next request when its last one
 ended), which with ``--token-ms`` (the engine's time per token) is how a server sees
-concurrent users.
+concurrent users. ``--profile`` runs the gateway under cProfile (read the file with
+``python -m pstats``); ``benchmarks/profile_gateway.py`` profiles the gateway's own code
+without sockets.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
+import signal
 import subprocess
 import sys
 import time
@@ -47,7 +52,62 @@ def _cpu_seconds(pid: int) -> float:
     return total
 
 
-async def _sse_texts(resp: aiohttp.ClientResponse, chat: bool) -> Any:
+def _chat_text(event: dict[str, Any]) -> str | None:
+    for choice in event.get("choices") or ():
+        return (choice.get("delta") or {}).get("content")
+    return None
+
+
+def _responses_text(event: dict[str, Any]) -> str | None:
+    if event.get("type") in ("error", "response.failed"):
+        raise RuntimeError(event)
+    return event.get("delta") if event.get("type") == "response.output_text.delta" else None
+
+
+def _messages_text(event: dict[str, Any]) -> str | None:
+    if event.get("type") == "error":
+        raise RuntimeError(event)
+    delta = event.get("delta") or {}
+    return delta.get("text") if delta.get("type") == "text_delta" else None
+
+
+def _completions_text(event: dict[str, Any]) -> str | None:
+    for choice in event.get("choices") or ():
+        return choice.get("text")
+    return None
+
+
+#: Per API: the gateway path, the streamed request body for a prompt, and the text of an event.
+APIS: dict[str, tuple[str, Any, Any]] = {
+    "chat": (
+        "/chat/completions",
+        lambda say: {
+            "model": "qwen2.5",
+            "messages": [{"role": "user", "content": say}],
+            "stream": True,
+            "max_tokens": 256,
+        },
+        _chat_text,
+    ),
+    "responses": (
+        "/responses",
+        lambda say: {"model": "qwen2.5", "input": say, "stream": True, "max_output_tokens": 256},
+        _responses_text,
+    ),
+    "messages": (
+        "/messages",
+        lambda say: {
+            "model": "qwen2.5",
+            "messages": [{"role": "user", "content": say}],
+            "stream": True,
+            "max_tokens": 256,
+        },
+        _messages_text,
+    ),
+}
+
+
+async def _sse_texts(resp: aiohttp.ClientResponse, text_of: Any) -> Any:
     async for raw in resp.content:
         line = raw.decode().strip()
         if not line.startswith("data:"):
@@ -56,16 +116,15 @@ async def _sse_texts(resp: aiohttp.ClientResponse, chat: bool) -> Any:
         if data == "[DONE]":
             return
         event = json.loads(data)
-        if "error" in event:
+        if "error" in event and event.get("type") != "error":
             raise RuntimeError(event["error"])
-        for choice in event.get("choices") or ():
-            text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
-            if text:
-                yield text
+        text = text_of(event)
+        if text:
+            yield text
 
 
 async def one(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any], chat: bool
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any], text_of: Any
 ) -> tuple[float, float, str]:
     start = time.perf_counter()
     first = 0.0
@@ -73,7 +132,7 @@ async def one(
     async with session.post(url, json=body) as resp:
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {await resp.text()}")
-        async for text in _sse_texts(resp, chat):
+        async for text in _sse_texts(resp, text_of):
             if not first:
                 first = time.perf_counter() - start
             parts.append(text)
@@ -81,19 +140,15 @@ async def one(
 
 
 def _request(
-    gateway: str, backend: str, prompt_of: Any, through: bool, tag: str
-) -> tuple[str, dict[str, Any], bool]:
-    """URL, body and whether it is a chat request, for one tagged request."""
-    if through:
-        body = {
-            "model": "qwen2.5",
-            "messages": [{"role": "user", "content": f"Say {tag}"}],
-            "stream": True,
-            "max_tokens": 256,
-        }
-        return gateway + "/chat/completions", body, True
+    target: str, prompt_of: Any, api: str | None, tag: str
+) -> tuple[str, dict[str, Any], Any]:
+    """URL, body and event reader of one tagged request: through a gateway (``api``) or
+    directly to the engine (``api`` None)."""
+    if api is not None:
+        path, body, text_of = APIS[api]
+        return target + path, body(f"Say {tag}"), text_of
     body = {"model": "fake", "prompt": prompt_of(tag), "stream": True, "max_tokens": 256}
-    return backend + "/completions", body, False
+    return target + "/completions", body, _completions_text
 
 
 def _outcome(results: list[Any], tags: list[str]) -> dict[str, Any]:
@@ -107,26 +162,18 @@ def _outcome(results: list[Any], tags: list[str]) -> dict[str, Any]:
     return {"ok": ok, "errors": errors, "crossed": crossed}
 
 
-async def round_(
-    gateway: str, backend: str, n: int, prompt_of: Any, through: bool
-) -> dict[str, Any]:
+async def round_(target: str, n: int, prompt_of: Any, api: str | None) -> dict[str, Any]:
     """A burst: ``n`` requests sent at the same moment."""
     connector = aiohttp.TCPConnector(limit=n)
     async with aiohttp.ClientSession(connector=connector) as session:
         tags = [f"req-{i}" for i in range(n)]
-        jobs = [one(session, *_request(gateway, backend, prompt_of, through, t)) for t in tags]
+        jobs = [one(session, *_request(target, prompt_of, api, t)) for t in tags]
         results = await asyncio.gather(*jobs, return_exceptions=True)
     return {**_outcome(results, tags), "sent": n}
 
 
 async def steady(
-    gateway: str,
-    backend: str,
-    n: int,
-    prompt_of: Any,
-    through: bool,
-    stream_s: float,
-    seconds: float,
+    target: str, n: int, prompt_of: Any, api: str | None, stream_s: float, seconds: float
 ) -> dict[str, Any]:
     """Steady load: ``n`` streams always in flight for ``seconds``.
 
@@ -150,9 +197,7 @@ async def steady(
             sent += 1
             counted = time.perf_counter() - t0 >= stream_s
             try:
-                result: Any = await one(
-                    session, *_request(gateway, backend, prompt_of, through, tag)
-                )
+                result: Any = await one(session, *_request(target, prompt_of, api, tag))
             except Exception as exc:  # counted as an error below
                 result = exc
             if counted:
@@ -169,12 +214,56 @@ def _pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] * 1000
 
 
+def _start_gateway(
+    backend: str, workers: int, src: str | None, profile: str | None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``chatfmt serve`` in front of ``backend`` (from the source tree ``src``, default this
+    one's), and its base URL once it listens."""
+    port = free_port()
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
+    prof = ["-m", "cProfile", "-o", profile] if profile else []
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            *prof,
+            "-m",
+            "chatfmt.cli",
+            "serve",
+            "--backend",
+            backend,
+            "--template",
+            "qwen2.5",
+            "--model-name",
+            "qwen2.5",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--workers",
+            str(workers),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    wait_port(port)
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--concurrency", type=int, default=200)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=1, help="gateway worker processes")
+    ap.add_argument(
+        "--api",
+        choices=(*APIS, "all"),
+        default="chat",
+        help="the gateway API(s) measured: chat completions, responses, messages, or all",
+    )
     ap.add_argument(
         "--load",
         choices=("burst", "steady"),
@@ -185,73 +274,61 @@ def main() -> None:
         "--token-ms", type=float, default=0.0, help="the engine's time between events (ms)"
     )
     ap.add_argument("--seconds", type=float, default=10.0, help="steady load: seconds per round")
+    ap.add_argument(
+        "--baseline",
+        metavar="SRC",
+        help="also measure a gateway run from another source tree (its src directory), "
+        "rounds interleaved: before/after figures from one run",
+    )
+    ap.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="run the gateway (one worker) under cProfile and write its stats to PATH",
+    )
     args = ap.parse_args()
+    apis = list(APIS) if args.api == "all" else [args.api]
     backend_proc, backend = start(args.tokens, args.token_ms)
-    gport = free_port()
-    gateway_proc = None
-    try:
-        gateway_proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "chatfmt.cli",
-                "serve",
-                "--backend",
-                backend,
-                "--template",
-                "qwen2.5",
-                "--model-name",
-                "qwen2.5",
-                "--port",
-                str(gport),
-                "--log-level",
-                "warning",
-                "--workers",
-                str(args.workers),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    gateways: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    tpl = chatfmt.get_template("qwen2.5")
+
+    def prompt_of(tag: str) -> str:
+        return tpl.render([{"role": "user", "content": f"Say {tag}"}])
+
+    stream_s = args.tokens * args.token_ms / 1000
+
+    def load(target: str, api: str | None) -> dict[str, Any]:
+        if args.load == "burst":
+            return asyncio.run(round_(target, args.concurrency, prompt_of, api))
+        seconds = args.seconds
+        return asyncio.run(
+            steady(target, args.concurrency, prompt_of, api, max(stream_s, 0.2), seconds)
         )
-        wait_port(gport)
-        gateway = f"http://127.0.0.1:{gport}/v1"
-        tpl = chatfmt.get_template("qwen2.5")
 
-        def prompt_of(tag: str) -> str:
-            return tpl.render([{"role": "user", "content": f"Say {tag}"}])
-
-        asyncio.run(round_(gateway, backend, 20, prompt_of, True))  # warm up
-        asyncio.run(round_(gateway, backend, 20, prompt_of, False))
-        runs: dict[str, list[dict[str, Any]]] = {"gateway": [], "direct": []}
-        cpu = 0.0
-        stream_s = args.tokens * args.token_ms / 1000
-
-        def load(through: bool) -> dict[str, Any]:
-            if args.load == "burst":
-                return asyncio.run(round_(gateway, backend, args.concurrency, prompt_of, through))
-            return asyncio.run(
-                steady(
-                    gateway,
-                    backend,
-                    args.concurrency,
-                    prompt_of,
-                    through,
-                    max(stream_s, 0.2),
-                    args.seconds,
-                )
-            )
-
+    # (name, API) → runs; CPU seconds per request summed over rounds
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    cpu: dict[tuple[str, str], float] = {}
+    try:
+        gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile)
+        if args.baseline:
+            gateways["baseline"] = _start_gateway(backend, args.workers, args.baseline, None)
+        for _proc, url in gateways.values():
+            for api in apis:
+                asyncio.run(round_(url, 20, prompt_of, api))  # warm up
+        asyncio.run(round_(backend, 20, prompt_of, None))
         for _ in range(args.rounds):
-            before = _cpu_seconds(gateway_proc.pid)
-            runs["gateway"].append(load(True))
-            cpu += (_cpu_seconds(gateway_proc.pid) - before) / max(
-                1, len(runs["gateway"][-1]["ok"])
-            )
-            runs["direct"].append(load(False))
+            for api in apis:
+                for name, (proc, url) in gateways.items():
+                    before = _cpu_seconds(proc.pid)
+                    run = load(url, api)
+                    runs.setdefault((name, api), []).append(run)
+                    spent = _cpu_seconds(proc.pid) - before
+                    cpu[name, api] = cpu.get((name, api), 0.0) + spent / max(1, len(run["ok"]))
+            runs.setdefault(("direct", "completions"), []).append(load(backend, None))
     finally:
-        for proc in (gateway_proc, backend_proc):
-            if proc is not None:
-                proc.terminate()
-                proc.wait(timeout=10)
+        procs = [p for p, _ in gateways.values()] + [backend_proc]
+        for proc in procs:
+            proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly (and cProfile writes)
+            proc.wait(timeout=10)
     mode = (
         f"{args.concurrency} concurrent streaming requests at once"
         if args.load == "burst"
@@ -262,25 +339,34 @@ def main() -> None:
         f"{args.token_ms:g} ms apart, {args.workers} gateway worker(s) (qwen2.5 template)"
     )
     print(
-        f"{'':10} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} {'total p50':>10} {'total p99':>10}  (ms)"
+        f"{'':21} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} "
+        f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} {'CPU/req':>8}  (ms)"
     )
-    stats = {}
-    for name, rs in runs.items():
+    stats: dict[tuple[str, str], tuple[float, float]] = {}
+    for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
+        ok = [r for run in rs for r in run["ok"]]
+        if not ok:
+            print(
+                f"{key[0] + ' ' + key[1]:21} all {sum(len(r['errors']) for r in rs)} failed: "
+                f"{rs[0]['errors'][0]!r}"[:200]
+            )
+            continue
+        stats[key] = (_pct([r[0] for r in ok], 0.5), _pct([r[0] for r in ok], 0.99))
+    direct = stats.get(("direct", "completions"), (0.0, 0.0))
+    for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
+        if key not in stats:
+            continue
         ok = [r for run in rs for r in run["ok"]]
         errors = sum(len(run["errors"]) for run in rs)
         crossed = sum(run["crossed"] for run in rs)
-        ttft = [r[0] for r in ok]
         total = [r[1] for r in ok]
-        stats[name] = (statistics.median(ttft) * 1000, statistics.median(total) * 1000)
+        p50, p99 = stats[key]
+        added = "" if key[0] == "direct" else f"{p50 - direct[0]:9.2f} {p99 - direct[1]:9.2f}"
+        per_req = f"{cpu[key] / args.rounds * 1000:8.2f}" if key in cpu else ""
         print(
-            f"{name:10} {errors:7d} {crossed:8d} {_pct(ttft, 0.5):9.2f} {_pct(ttft, 0.99):9.2f} "
-            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f}"
+            f"{key[0] + ' ' + key[1]:21} {errors:7d} {crossed:8d} {p50:9.2f} {p99:9.2f} "
+            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {per_req:>8}"
         )
-    print(
-        f"gateway added time to first token, p50: {stats['gateway'][0] - stats['direct'][0]:.2f} ms; "
-        f"total p50: {stats['gateway'][1] - stats['direct'][1]:.2f} ms"
-    )
-    print(f"gateway CPU per request: {cpu / args.rounds * 1000:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,10 @@ class FakeCompletionsServer:
         self.port = 0
         self.owned_by: str | None = None
         self.root_json: dict[str, Any] = {}
+        #: path → answer of a POST at the server's root (a function of the JSON body), e.g.
+        #: an engine's ``/tokenize``; ``root_posts`` records (path, body) of each.
+        self.root_post: dict[str, Any] = {}
+        self.root_posts: list[tuple[str, Any]] = []
 
     @property
     def base_url(self) -> str:
@@ -53,6 +57,14 @@ class FakeCompletionsServer:
         if path not in self.root_json:
             return web.Response(status=404, text="not found")
         return web.json_response(self.root_json[path])
+
+    async def post_root(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        body = await request.json()
+        self.root_posts.append((path, body))
+        if path not in self.root_post:
+            return web.Response(status=404, text="not found")
+        return web.json_response(self.root_post[path](body))
 
     def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
         text = self.replies.pop(0) if self.replies else ""
@@ -123,6 +135,7 @@ def serve(server: FakeCompletionsServer) -> Iterator[FakeCompletionsServer]:
     app.router.add_get("/v1/models", server.models)
     app.router.add_post("/v1/completions", server.completions)
     app.router.add_get("/{tail:.*}", server.root)
+    app.router.add_post("/{tail:.*}", server.post_root)
     runner = web.AppRunner(app)
     loop.run_until_complete(runner.setup())
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .backends.base import Backend, CompletionRequest, Usage
+from .backends.base import Backend, CompletionChunk, CompletionRequest, Usage
 from .errors import UnsupportedFeatureError
 from .parsing import Delta, StreamParser
 from .protocol import Conversation, Message
@@ -115,8 +115,11 @@ class ParsedTurn:
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``
-    the backend's usage and ``truncated`` whether it stopped at its token limit.
-    The backend stream is closed when the iteration ends, early or not.
+    the backend's usage, ``truncated`` whether it stopped at its token limit and ``error``
+    the failure that ended the stream, if one did. ``await open()`` first to send the
+    request and wait for the backend's first chunk (its failures are raised there); set
+    ``kept`` to a list to collect every delta. The backend stream is closed when the
+    iteration ends, early or not (or by :meth:`aclose`).
     """
 
     def __init__(
@@ -134,6 +137,11 @@ class ParsedTurn:
         self.raw: list[str] = []
         self.usage: Usage | None = None
         self.truncated = False
+        self.error: BaseException | None = None
+        #: Every delta so far, when set to a list (else ``None``: not kept).
+        self.kept: list[Delta] | None = None
+        self._stream: AsyncIterator[CompletionChunk] | None = None
+        self._first: CompletionChunk | None = None
 
     @classmethod
     def for_template(
@@ -150,23 +158,64 @@ class ParsedTurn:
         parser = StreamParser(template, tools=tools or None, **(options or {}))
         return cls(backend, request, parser, prefill=prefill)
 
+    async def open(self) -> None:
+        """Send the request and wait for the backend's first chunk (its failures, and a
+        cancellation, close the stream and are raised here)."""
+        stream = self._stream = self.backend.stream(self.request)
+        try:
+            self._first = await stream.__anext__()
+        except StopAsyncIteration:
+            pass
+        except BaseException as exc:
+            self.error = exc
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the backend stream (idempotent)."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.aclose()  # type: ignore[attr-defined]
+
+    def _take(self, chunk: CompletionChunk) -> list[Delta]:
+        self.raw.append(chunk.text)
+        if chunk.usage is not None:
+            self.usage = chunk.usage
+        if chunk.finish_reason == "length":
+            self.truncated = True
+        batch = self.parser.feed(chunk.text)
+        if self.kept is not None:
+            self.kept.extend(batch)
+        return batch
+
     async def deltas(self) -> AsyncGenerator[list[Delta], None]:
         """Deltas per backend chunk, then the closing deltas."""
-        parser = self.parser
         if self.prefill:
             self.raw.append(self.prefill)
-            yield parser.feed(self.prefill)
-        stream = self.backend.stream(self.request)
+            batch = self.parser.feed(self.prefill)
+            if self.kept is not None:
+                self.kept.extend(batch)
+            yield batch
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self.backend.stream(self.request)
+        first, self._first = self._first, None
+        take = self._take
         # A backend stream is an async generator: closed here, so that leaving early (a
         # client gone, a cancelled task) closes its connection at once.
-        async with contextlib.aclosing(stream):  # type: ignore[type-var]
-            async for chunk in stream:
-                self.raw.append(chunk.text)
-                if chunk.usage is not None:
-                    self.usage = chunk.usage
-                self.truncated = self.truncated or chunk.finish_reason == "length"
-                yield parser.feed(chunk.text)
-        yield parser.finish(truncated=self.truncated)
+        try:
+            async with contextlib.aclosing(stream):  # type: ignore[type-var]
+                if first is not None:
+                    yield take(first)
+                async for chunk in stream:
+                    yield take(chunk)
+        except Exception as exc:
+            self.error = exc
+            raise
+        batch = self.parser.finish(truncated=self.truncated)
+        if self.kept is not None:
+            self.kept.extend(batch)
+        yield batch
 
     @property
     def text(self) -> str:

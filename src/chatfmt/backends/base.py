@@ -8,7 +8,7 @@ ever see this interface.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -180,6 +180,14 @@ class Backend(abc.ABC):
         tell (the default).
         """
         raise UnsupportedFeatureError(f"{type(self).__name__} cannot tokenize")
+
+    async def detokenize(self, ids: Sequence[int]) -> str:
+        """The engine's text of token ``ids`` (the inverse of :meth:`tokenize`).
+
+        Raises :class:`~chatfmt.errors.UnsupportedFeatureError` where the engine cannot
+        tell (the default).
+        """
+        raise UnsupportedFeatureError(f"{type(self).__name__} cannot detokenize")
 
     async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
         """Release connections or models held by the backend."""

@@ -21,7 +21,7 @@ import atexit
 import contextlib
 import importlib.util
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,14 @@ class LlamaCppBackend(Backend):
 
             self._tokenizer = load_tokenizer(self.model_path)
         return self._tokenizer
+
+    async def tokenize(self, text: str) -> list[int]:
+        """``text``'s ids as the model reads a prompt (chatfmt's tokenizer of the same GGUF:
+        special-token strings as their ids, BOS where the model adds one)."""
+        return list(self.tokenizer.encode(text, add_special_tokens=True))
+
+    async def detokenize(self, ids: Sequence[int]) -> str:
+        return str(self.tokenizer.decode(list(ids)))
 
     def load(self) -> Any:
         """The ``llama_cpp.Llama`` object (loaded once per process and settings)."""

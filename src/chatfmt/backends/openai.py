@@ -14,17 +14,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 
+from .. import fastjson
 from ..errors import (
     BackendConnectionError,
     BackendHTTPError,
     BackendProtocolError,
     BackendTimeoutError,
+    UnsupportedFeatureError,
 )
 from .base import (
     Backend,
@@ -45,7 +47,7 @@ from .dialects import (
     takes_token_ids,
 )
 from .lazy import lazy_stream
-from .sse import sse_data
+from .sse import SSEDecoder
 
 #: How much of an error body is kept in a :class:`BackendHTTPError`.
 _BODY_LIMIT = 500
@@ -170,6 +172,59 @@ class OpenAICompletionsBackend(Backend):
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
             return None
 
+    # ------------------------------------------------------------------ tokenizer
+    async def tokenize(self, text: str) -> list[int]:
+        """The engine's ids for ``text``, read as its completions endpoint reads a prompt
+        (special-token strings as their ids, BOS where the engine adds one): vLLM's and
+        SGLang's ``/tokenize``, llama.cpp's ``/tokenize``, llama-cpp-python's
+        ``/extras/tokenize``. A ``generic`` engine has none known
+        (:class:`~chatfmt.errors.UnsupportedFeatureError`)."""
+        kind = await self.engine_kind()
+        if kind in ("vllm", "sglang"):
+            body: dict[str, Any] = {"model": await self.model_id(), "prompt": text}
+            data = await self._post_root("/tokenize", body, kind)
+        elif kind == "llama.cpp":
+            body = {"content": text, "add_special": True, "parse_special": True}
+            data = await self._post_root("/tokenize", body, kind)
+        else:
+            data = await self._post_root("/extras/tokenize", {"input": text}, kind)
+        tokens = data.get("tokens")
+        if not isinstance(tokens, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in tokens
+        ):
+            raise BackendProtocolError(f"{self.base_url}: the tokenize answer has no token ids")
+        return tokens
+
+    async def detokenize(self, ids: Sequence[int]) -> str:
+        """The engine's text of ``ids`` (``/detokenize``; llama-cpp-python's
+        ``/extras/detokenize``); a ``generic`` engine has none known."""
+        kind = await self.engine_kind()
+        tokens = list(ids)
+        if kind in ("vllm", "sglang"):
+            body: dict[str, Any] = {"model": await self.model_id(), "tokens": tokens}
+            path, field = "/detokenize", "prompt"
+        elif kind == "llama.cpp":
+            body, path, field = {"tokens": tokens}, "/detokenize", "content"
+        else:
+            body, path, field = {"tokens": tokens}, "/extras/detokenize", "text"
+        text = (await self._post_root(path, body, kind)).get(field)
+        if not isinstance(text, str):
+            raise BackendProtocolError(f"{self.base_url}: the detokenize answer has no {field!r}")
+        return text
+
+    async def _post_root(self, path: str, body: dict[str, Any], kind: EngineKind) -> dict[str, Any]:
+        """POST ``body`` to ``path`` at the server's root (beside ``/v1``); its JSON answer."""
+        if kind == "generic":
+            raise UnsupportedFeatureError(
+                f"{self.base_url}: no tokenize endpoint is known for this engine (a generic "
+                "OpenAI-compatible server); set its kind (--backend-kind vllm, sglang, "
+                "llama.cpp, llama-cpp-python) if it is one of those"
+            )
+        url = self.base_url.removesuffix("/v1") + path
+        async with self._transport(url), self._client().post(url, json=body) as resp:
+            await _raise_for_status(resp, url)
+            return await _json(resp, url)
+
     def _emulates_lazy(self, kind: EngineKind, request: CompletionRequest) -> bool:
         """Whether ``request``'s lazy constraint is run by chatfmt (:mod:`.lazy`) on ``kind``."""
         constraint = request.constraint
@@ -233,37 +288,48 @@ class OpenAICompletionsBackend(Backend):
         text, finish = _choice(data, url)
         return CompletionResult(text, _finish(finish), usage_from(data.get("usage")))
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
-        kind = await self.engine_kind()
-        chunks = (
-            lazy_stream(self._stream_one, request)
-            if self._emulates_lazy(kind, request)
-            else self._stream_one(request)
-        )
-        async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-            async for chunk in chunks:
-                yield chunk
+    def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        return self._stream_one(request, emulate=True)
 
-    async def _stream_one(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
-        model = await self.model_id()
+    async def _stream_one(
+        self, request: CompletionRequest, emulate: bool = False
+    ) -> AsyncIterator[CompletionChunk]:
+        """One streamed completion (``emulate``: a lazy constraint the engine cannot apply
+        is run by :func:`.lazy.lazy_stream`, which calls this for each of its parts)."""
         kind = await self.engine_kind()
+        if emulate and self._emulates_lazy(kind, request):
+            parts = lazy_stream(self._stream_one, request)
+            async with contextlib.aclosing(parts):  # type: ignore[type-var]
+                async for chunk in parts:
+                    yield chunk
+            return
+        model = await self.model_id()
         url = self.base_url + "/completions"
         finish: str | None = None
         usage = None
-        body = self._body(model, request, True, kind)
-        async with self._transport(url), self._client().post(url, json=body) as resp:
+        body = fastjson.dumps(self._body(model, request, True, kind))
+        async with self._transport(url), self._client().post(url, data=body) as resp:
             await _raise_for_status(resp, url)
-            async for data in sse_data(resp.content):
-                if data == "[DONE]":
-                    break
-                event = _loads(data, url)
-                usage = usage_from(event.get("usage")) or usage
-                if not event.get("choices"):  # the usage-only chunk
-                    continue
-                text, reason = _choice(event, url)
-                finish = reason or finish
-                if text:
-                    yield CompletionChunk(text)
+            decoder = SSEDecoder()
+            read = resp.content.readany
+            ended = False
+            while not ended:  # one pass per network read, whatever events it holds
+                piece = await read()
+                ended = not piece  # b"": the body ended
+                for data in decoder.feed(piece) if piece else decoder.close():
+                    if data == b"[DONE]":
+                        ended = True
+                        break
+                    event = _loads(data, url)
+                    if event.get("usage") is not None:
+                        usage = usage_from(event["usage"]) or usage
+                    if not event.get("choices"):  # the usage-only chunk
+                        continue
+                    text, reason = _choice(event, url)
+                    if reason:
+                        finish = reason
+                    if text:
+                        yield CompletionChunk(text)
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
         yield CompletionChunk("", _finish(finish), usage)
@@ -280,10 +346,12 @@ async def _json(resp: aiohttp.ClientResponse, url: str) -> dict[str, Any]:
     return _loads(await resp.text(errors="replace"), url)
 
 
-def _loads(text: str, url: str) -> dict[str, Any]:
+def _loads(text: str | bytes, url: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
+        data = fastjson.loads(text)
     except ValueError:
+        if isinstance(text, bytes):  # not UTF-8: read as the engine meant it, � for the rest
+            return _loads(text.decode("utf-8", errors="replace"), url)
         raise BackendProtocolError(f"{url}: answer is not JSON: {text[:120]!r}") from None
     if not isinstance(data, dict):
         raise BackendProtocolError(f"{url}: answer is not a JSON object: {text[:120]!r}")

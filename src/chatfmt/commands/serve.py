@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -179,6 +181,7 @@ def serve_cmd(
             "--config describes the models: leave out --backend, --backend-kind, --template, "
             "--tokenizer, --model-name, --backend-model, --model-path and --tool-format"
         )
+    metrics_dir = _metrics_dir() if workers > 1 else None
     try:
         specs, limits = _specs(
             config,
@@ -221,7 +224,21 @@ def serve_cmd(
             return
     except ChatFmtError as exc:
         raise fail(str(exc)) from None
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _metrics_dir() -> str | None:
+    """With ``--workers``: a fresh directory where the workers' metrics meet (prometheus-client's
+    multiprocess mode), set before any of them starts; ``None`` when the environment names
+    one already (it is then the caller's to empty)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        return None
+    path = tempfile.mkdtemp(prefix="chatfmt-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = path
+    return path
 
 
 def playground_cmd(

@@ -14,16 +14,19 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import openai_chat
+from . import metrics, openai_chat, tokenize
 from .chat import Prepared, check_length, completion_request, prepare
 from .errors import APIError
+from .events import Last
 from .generation import Generation
+from .metrics import Metrics, MetricsMiddleware
 from .models import Limits, ModelEntry
 from .playground import (
     ParseBody,
@@ -51,6 +54,9 @@ class EventStream(StreamingResponse):
 
     Starlette does this itself only for servers older than ASGI 2.4; newer ones report a
     disconnect only when a write fails, which a silent backend may delay for minutes.
+    The events are written with the server's own ``send`` (past the middleware, which
+    has seen the response start): a stream's hot loop. A :class:`~.events.Last` piece
+    ends the body in the same write.
     """
 
     def __init__(
@@ -64,13 +70,25 @@ class EventStream(StreamingResponse):
         self._events = events
         self._close = close
 
+    async def _write(self, send: Send, raw: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        async for piece in self._events:
+            if type(piece) is Last:
+                await raw({"type": "http.response.body", "body": bytes(piece), "more_body": False})
+                return
+            await raw({"type": "http.response.body", "body": piece, "more_body": True})
+        await raw({"type": "http.response.body", "body": b"", "more_body": False})
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = metrics.raw_send(scope) or send
         try:
             async with anyio.create_task_group() as group:
 
                 async def write() -> None:
                     with contextlib.suppress(OSError):  # the client went away while we wrote
-                        await self.stream_response(send)
+                        await self._write(send, raw)
                     group.cancel_scope.cancel()
 
                 group.start_soon(write)
@@ -155,13 +173,17 @@ class Gateway:
         self.models = dict(models)
         self.limits = limits or Limits()
         self.playground = playground
+        self.metrics = Metrics()
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
 
     # ------------------------------------------------------------------ the application
     def app(self) -> Starlette:
         """The Starlette application serving this gateway."""
+        routes = self.routes()
+        endpoints = [r.path for r in routes if "{" not in r.path]
         app = Starlette(
-            routes=self.routes(),
+            routes=routes,
+            middleware=[Middleware(MetricsMiddleware, metrics=self.metrics, endpoints=endpoints)],
             exception_handlers={HTTPException: http_error, Exception: internal_error},
             lifespan=self.lifespan,
         )
@@ -175,6 +197,9 @@ class Gateway:
             Route("/v1/render", guarded(self.render), methods=["POST"]),
             Route("/v1/models", guarded(self.list_models), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route("/metrics", self.metrics_page, methods=["GET"]),
+            Route("/tokenize", guarded(self.tokenize), methods=["POST"]),
+            Route("/detokenize", guarded(self.detokenize), methods=["POST"]),
         ]
         if self.playground is not None:
             routes += [
@@ -336,6 +361,22 @@ class Gateway:
                 "models": list(self.models),
             }
         )
+
+    async def tokenize(self, request: Request) -> Response:
+        """``POST /tokenize``: a prompt's (or a rendered chat's) token ids (vLLM's shape)."""
+        body = parse_body(tokenize.TokenizeBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        return JSONResponse(await tokenize.tokenize(entry, body, self.limits))
+
+    async def detokenize(self, request: Request) -> Response:
+        """``POST /detokenize``: the text of token ids."""
+        body = parse_body(tokenize.DetokenizeBody, await self.read_body(request))
+        return JSONResponse(await tokenize.detokenize(self.entry_for(body.model), body))
+
+    async def metrics_page(self, _request: Request) -> Response:
+        """``GET /metrics``: the gateway's metrics in Prometheus' text format (no API key:
+        scrapers rarely send one; the figures hold no request content)."""
+        return Response(self.metrics.exposition(), media_type=self.metrics.content_type)
 
     async def list_models(self, _request: Request) -> Response:
         data = [

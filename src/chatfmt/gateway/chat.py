@@ -234,7 +234,7 @@ def check_length(prepared: Prepared, limits: Limits) -> None:
     """Refuse a prompt (prefill included) as long as the context, when its ids are known."""
     if prepared.prompt_ids is None:
         return
-    limit = limits.max_prompt_tokens or prepared.entry.template.generation_config.session_len
+    limit = context_length(prepared.entry, limits)
     if len(prepared.prompt_ids) >= limit:
         raise APIError(
             400,
@@ -252,18 +252,42 @@ async def prompt_tokens(prepared: Prepared) -> int:
     """
     if prepared.prompt_ids is not None:
         return len(prepared.prompt_ids)
+    return len(await engine_token_ids(prepared.entry, prepared.prompt))
+
+
+async def prompt_token_ids(prepared: Prepared) -> list[int]:
+    """The prompt's ids: the known tokenizer's (injection-safe), else the engine's."""
+    if prepared.prompt_ids is not None:
+        return list(prepared.prompt_ids)
+    return await engine_token_ids(prepared.entry, prepared.prompt)
+
+
+async def engine_token_ids(entry: ModelEntry, text: str) -> list[int]:
+    """``text`` tokenized by the model's engine (its tokenize endpoint); a 400 saying how
+    to provide a tokenizer where it has none."""
     try:
-        return len(await prepared.entry.backend.tokenize(prepared.prompt))
+        return await entry.backend.tokenize(text)
     except UnsupportedFeatureError as exc:
-        raise APIError(
-            400,
-            f"cannot count tokens for model {prepared.entry.name!r}: no tokenizer is known "
-            f"({exc}); serve it with --tokenizer PATH (or tokenizer = PATH in the config), "
-            "or in front of an engine with a tokenize endpoint",
-            code="tokenizer_unavailable",
-        ) from None
+        raise no_tokenizer(entry, exc) from None
     except ChatFmtError as exc:  # the engine failed
         raise api_error(exc) from None
+
+
+def no_tokenizer(entry: ModelEntry, exc: Exception, what: str = "count tokens") -> APIError:
+    """The 400 of a request that needs a tokenizer the model does not have."""
+    return APIError(
+        400,
+        f"cannot {what} for model {entry.name!r}: no tokenizer is known "
+        f"({exc}); serve it with --tokenizer PATH (or tokenizer = PATH in the config), "
+        "or in front of an engine with a tokenize endpoint",
+        code="tokenizer_unavailable",
+    )
+
+
+def context_length(entry: ModelEntry, limits: Limits) -> int:
+    """The most tokens a prompt may have (``max_prompt_tokens``, else the template's
+    ``session_len``)."""
+    return limits.max_prompt_tokens or entry.template.generation_config.session_len
 
 
 # ---------------------------------------------------------------------- backend

@@ -9,15 +9,17 @@ the finish reason and the reply's validation are the same for all of them.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+import time
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from ..backends.base import CompletionRequest, Usage
 from ..constraints import check_reply
-from ..errors import ChatFmtError
+from ..errors import BackendError, ChatFmtError
 from ..parsing import Delta, merge_deltas
 from ..parsing.openai_wire import message_dict
 from ..turn import ParsedTurn
+from . import metrics
 from .chat import Prepared
 from .errors import APIError, api_error
 
@@ -32,10 +34,11 @@ class Generation:
 
     ``await start()`` sends the request and waits for the backend's first chunk, so that a
     backend that is down or refuses is an :class:`APIError` (502/504) before any response
-    is sent; then iterate :meth:`batches` (lists of deltas, the first ones included) — or
+    is sent; then iterate :meth:`batches` (lists of deltas, per backend chunk) — or
     ``await run()`` for the whole reply. Afterwards :meth:`problem` says whether the reply
     breaks the request's structure, and :attr:`finish_reason` / :meth:`usage` how it ended.
-    Always ``await aclose()`` (closes the backend stream; iterating to the end does too).
+    Always ``await aclose()`` (closes the backend stream; iterating to the end does too);
+    it records the request's metrics (:mod:`.metrics`) when it is answered by a gateway.
     """
 
     def __init__(self, prepared: Prepared, request: CompletionRequest) -> None:
@@ -53,38 +56,39 @@ class Generation:
         self.max_calls = chat.max_calls
         #: Every delta so far, kept when the reply is checked at the end (else ``None``).
         self.kept: list[Delta] | None = [] if chat.checked else None
-        self._batches: AsyncGenerator[list[Delta], None] = self.turn.deltas()
-        self._early: list[list[Delta]] = []
+        self.turn.kept = self.kept
+        self._deltas: AsyncGenerator[list[Delta], None] | None = None
+        self._usage: Usage | None = None
+        self._usage_known = False  # whether _usage holds the ended reply's counts
+        self._timing = metrics.current.get()
+        self._closed = False
 
     async def start(self) -> None:
         """Send the request; return once the backend's first chunk is in (an
         :class:`APIError` if the backend fails before that)."""
-        sent_before = 1 if self.prepared.prefill else 0
         try:
-            async for batch in self._batches:
-                self._early.append(batch)
-                if len(self.turn.raw) > sent_before:  # the backend's first chunk is in
-                    break
+            await self.turn.open()
         except ChatFmtError as exc:
             await self.aclose()
             raise api_error(exc) from None
         except BaseException:
             await self.aclose()
             raise
+        timing = self._timing
+        if timing is not None:
+            timing.metrics.first_token(
+                timing.endpoint, self.prepared.entry.name, time.perf_counter() - timing.start
+            )
 
-    async def batches(self) -> AsyncIterator[list[Delta]]:
-        """The deltas, per backend chunk (the ones read by :meth:`start` first), then the
-        parser's closing ones. A backend failure midway raises :class:`ChatFmtError`."""
-        kept = self.kept
-        for batch in self._early:
-            if kept is not None:
-                kept.extend(batch)
-            yield batch
-        self._early = []
-        async for batch in self._batches:
-            if kept is not None:
-                kept.extend(batch)
-            yield batch
+    def batches(self) -> AsyncGenerator[list[Delta], None]:
+        """The deltas, per backend chunk (the one read by :meth:`start` first), then the
+        parser's closing ones. A backend failure midway raises :class:`ChatFmtError`.
+
+        The turn's own generator: no step of its own between the backend and the API's
+        writer (this is the hot loop of a stream)."""
+        if self._deltas is None:
+            self._deltas = self.turn.deltas()
+        return self._deltas
 
     async def run(self) -> list[Delta]:
         """The whole reply's deltas (:meth:`start` and :meth:`batches`); backend errors
@@ -117,8 +121,26 @@ class Generation:
         return message_dict(merge_deltas(deltas), errors=False, max_calls=self.max_calls)
 
     async def aclose(self) -> None:
-        """Close the backend stream (idempotent)."""
-        await self._batches.aclose()
+        """Close the backend stream (idempotent); the first call records the metrics."""
+        if self._deltas is not None:
+            await self._deltas.aclose()
+        await self.turn.aclose()
+        if not self._closed:
+            self._closed = True
+            timing = self._timing
+            if timing is not None:
+                self._record(timing.metrics)
+
+    def _record(self, recorder: metrics.Metrics) -> None:
+        turn = self.turn
+        failed = isinstance(turn.error, BackendError)
+        usage = (self.usage() if turn.parser.finish_reason is not None else None) or turn.usage
+        recorder.finished(
+            self.prepared.entry.name,
+            usage.prompt_tokens if usage is not None else None,
+            usage.completion_tokens if usage is not None else None,
+            failed,
+        )
 
     @property
     def finish_reason(self) -> str | None:
@@ -131,7 +153,16 @@ class Generation:
         return self.turn.text
 
     def usage(self) -> Usage | None:
-        """Token counts: the backend's, else the tokenizer's, else ``None``."""
+        """Token counts: the backend's, else the tokenizer's, else ``None`` (computed once
+        the reply has ended)."""
+        if self._usage_known:
+            return self._usage
+        usage = self._count()
+        if self.finish_reason is not None:
+            self._usage, self._usage_known = usage, True
+        return usage
+
+    def _count(self) -> Usage | None:
         turn, prepared = self.turn, self.prepared
         usage = turn.usage or Usage()
         prompt, completion = usage.prompt_tokens, usage.completion_tokens

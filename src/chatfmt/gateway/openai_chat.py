@@ -10,6 +10,7 @@ from ..backends.base import Usage
 from ..errors import ChatFmtError
 from . import wire
 from .errors import api_error
+from .events import Last
 from .generation import Generation
 from .request import ChatRequest, Sampling
 from .schema import ChatBody, RenderBody, response_format_dict
@@ -68,7 +69,9 @@ async def complete(generation: Generation) -> dict[str, Any]:
 
 
 async def events(generation: Generation, include_usage: bool) -> AsyncGenerator[bytes, None]:
-    """The ``chat.completion.chunk`` events of a started generation.
+    """The ``chat.completion.chunk`` events of a started generation, one write per backend
+    chunk (the first one with the assistant role's chunk; the last with the finish, the
+    usage and ``[DONE]``).
 
     A failure after the first event is one ``data: {"error": …}`` event, and the stream
     ends; so is an invalid reply, instead of the finish (the client's SDK raises it).
@@ -76,21 +79,26 @@ async def events(generation: Generation, include_usage: bool) -> AsyncGenerator[
     chunks = wire.ChunkWriter(generation.prepared.entry.name)
     max_calls = generation.max_calls
     wire_delta = wire.wire_delta
+    encode = chunks.delta
+    out = [chunks.start()]
     try:
-        yield chunks.start()
-        async for batch in generation.batches():  # per delta, inlined: the hot loop
+        async for batch in generation.batches():  # the hot loop: one pass per backend chunk
             for delta in batch:
-                if (out := wire_delta(delta, max_calls)) is not None:
-                    yield chunks.delta(out)
+                if (sent := wire_delta(delta, max_calls)) is not None:
+                    out.append(encode(sent))
+            if out:
+                yield out[0] if len(out) == 1 else b"".join(out)
+                out = []
         invalid = generation.problem()
         if invalid is not None:
-            yield wire.sse(invalid.body())
+            yield Last(b"".join([*out, wire.sse(invalid.body())]))
             return
-        yield chunks.delta({}, generation.finish_reason)
+        out.append(chunks.delta({}, generation.finish_reason))
         if include_usage:
-            yield chunks.usage(_usage(generation.usage()))
-        yield wire.DONE
+            out.append(chunks.usage(_usage(generation.usage())))
+        out.append(wire.DONE)
+        yield Last(b"".join(out))
     except ChatFmtError as exc:
-        yield wire.sse(api_error(exc).body())
+        yield Last(b"".join([*out, wire.sse(api_error(exc).body())]))
     finally:
         await generation.aclose()

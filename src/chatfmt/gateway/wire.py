@@ -7,12 +7,12 @@ The one place where the parser's deltas become what is sent (``chat.completion``
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from .. import fastjson
 from ..parsing import Delta, merge_deltas
 from ..parsing.openai_wire import delta_dict, message_dict
 
@@ -69,8 +69,9 @@ def chat_completion(
 
 def sse(data: Any) -> bytes:
     """One server-sent event (``data`` as JSON, or a string as it is)."""
-    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-    return f"data: {text}\n\n".encode()
+    if isinstance(data, str):
+        return f"data: {data}\n\n".encode()
+    return b"data: " + fastjson.dumps(data) + b"\n\n"
 
 
 #: The event that ends a stream.
@@ -78,9 +79,12 @@ DONE = sse("[DONE]")
 
 
 class ChunkWriter:
-    """The ``chat.completion.chunk`` events of one streamed reply (one id, one time)."""
+    """The ``chat.completion.chunk`` events of one streamed reply (one id, one time).
 
-    __slots__ = ("head",)
+    The bytes around each chunk's ``delta`` are made once per reply: a chunk costs one
+    encoding of its delta."""
+
+    __slots__ = ("_after", "_before", "head")
 
     def __init__(self, model: str) -> None:
         self.head = {
@@ -89,9 +93,15 @@ class ChunkWriter:
             "created": int(time.time()),
             "model": model,
         }
+        self._before = (
+            b"data: " + fastjson.dumps(self.head)[:-1] + b',"choices":[{"index":0,"delta":'
+        )
+        self._after = b',"logprobs":null,"finish_reason":null}]}\n\n'
 
     def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         """One chunk carrying ``delta`` (and the finish reason of the last one)."""
+        if finish_reason is None:
+            return self._before + fastjson.dumps(delta) + self._after
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return sse({**self.head, "choices": [choice]})
 

@@ -1,0 +1,168 @@
+"""``/tokenize`` and ``/detokenize``, and each engine's tokenize endpoint behind them.
+
+The engines are the fake completions server made to look like vLLM, SGLang, llama.cpp's
+server and llama-cpp-python's (``kind`` configured), with a character tokenizer: each test
+checks what the gateway answered and the request the engine was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+httpx = pytest.importorskip("httpx")
+
+import chatfmt  # noqa: E402
+from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
+from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
+from chatfmt.errors import UnsupportedFeatureError  # noqa: E402
+from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
+from chatfmt.gateway.chat import prepare, prompt_tokens  # noqa: E402
+from chatfmt.gateway.request import ChatRequest  # noqa: E402
+from chatfmt.tokens import load_tokenizer  # noqa: E402
+
+from _support import SHARED  # noqa: E402
+
+QWEN = chatfmt.get_template("qwen2.5")
+ASK = [{"role": "user", "content": "Hi"}]
+
+
+def chars(text: str) -> list[int]:
+    """The fake engine's tokenizer: one id per character."""
+    return [ord(c) for c in text]
+
+
+#: kind → (tokenize path, its body for text T, detokenize path, its answer's field)
+ENGINES: dict[str, tuple[str, Any, str, str]] = {
+    "vllm": ("/tokenize", lambda t: {"model": "fake-model", "prompt": t}, "/detokenize", "prompt"),
+    "sglang": (
+        "/tokenize",
+        lambda t: {"model": "fake-model", "prompt": t},
+        "/detokenize",
+        "prompt",
+    ),
+    "llama.cpp": (
+        "/tokenize",
+        lambda t: {"content": t, "add_special": True, "parse_special": True},
+        "/detokenize",
+        "content",
+    ),
+    "llama-cpp-python": ("/extras/tokenize", lambda t: {"input": t}, "/extras/detokenize", "text"),
+}
+
+
+def text_of(body: dict[str, Any]) -> str:
+    return str(body.get("prompt", body.get("content", body.get("input", ""))))
+
+
+@pytest.fixture(scope="module")
+def engine() -> Iterator[FakeCompletionsServer]:
+    with serve(FakeCompletionsServer()) as running:
+        yield running
+
+
+@pytest.fixture(params=sorted(ENGINES))
+def kind(request: pytest.FixtureRequest, engine: FakeCompletionsServer) -> Iterator[str]:
+    tok_path, _, detok_path, field = ENGINES[request.param]
+    engine.root_post = {
+        tok_path: lambda body: {"tokens": chars(text_of(body))},
+        detok_path: lambda body: {field: "".join(chr(i) for i in body["tokens"])},
+    }
+    engine.root_posts.clear()
+    yield request.param
+    engine.root_post = {}
+
+
+def entry_for(engine: FakeCompletionsServer, kind: str, tokenizer: Any = None) -> ModelEntry:
+    backend = OpenAICompletionsBackend(engine.base_url, kind=kind)
+    return ModelEntry("qwen", backend, QWEN, tokenizer=tokenizer)
+
+
+def test_each_engine_kind_is_asked_at_its_own_endpoint(
+    engine: FakeCompletionsServer, kind: str
+) -> None:
+    tok_path, tok_body, detok_path, _ = ENGINES[kind]
+    backend = OpenAICompletionsBackend(engine.base_url, kind=kind)
+
+    async def run() -> tuple[list[int], str]:
+        try:
+            return await backend.tokenize("<|im_start|>hi"), await backend.detokenize([104, 105])
+        finally:
+            await backend.aclose()
+
+    ids, text = asyncio.run(run())
+    assert ids == chars("<|im_start|>hi") and text == "hi"
+    assert engine.root_posts[0] == (tok_path, tok_body("<|im_start|>hi"))
+    assert engine.root_posts[1][0] == detok_path and engine.root_posts[1][1]["tokens"] == [104, 105]
+
+
+def test_gateway_tokenizes_prompts_and_rendered_chats_through_the_engine(
+    engine: FakeCompletionsServer, kind: str
+) -> None:
+    entry = entry_for(engine, kind)
+    rendered = chatfmt.render(ASK, QWEN)
+    with gateway(create_app({"qwen": entry}, limits=Limits(max_prompt_tokens=4096))) as base:
+        by_prompt = httpx.post(base + "/tokenize", json={"model": "qwen", "prompt": "abc"}).json()
+        by_chat = httpx.post(base + "/tokenize", json={"model": "qwen", "messages": ASK}).json()
+        back = httpx.post(base + "/detokenize", json={"model": "qwen", "tokens": chars("ok")})
+    assert by_prompt == {"tokens": chars("abc"), "count": 3, "max_model_len": 4096}
+    assert by_chat["tokens"] == chars(rendered) and by_chat["count"] == len(rendered)
+    assert text_of(engine.root_posts[1][1]) == rendered  # the template's prompt was tokenized
+    assert back.json() == {"prompt": "ok"}
+
+
+def test_prompt_tokens_use_the_engine_without_a_tokenizer(
+    engine: FakeCompletionsServer, kind: str
+) -> None:
+    entry = entry_for(engine, kind)
+    prepared = prepare(entry, ChatRequest(model="qwen", messages=ASK), Limits())
+
+    async def count() -> int:
+        try:
+            return await prompt_tokens(prepared)
+        finally:
+            await entry.backend.aclose()
+
+    assert asyncio.run(count()) == len(prepared.prompt)
+
+
+def test_a_known_tokenizer_answers_without_asking_the_engine(
+    engine: FakeCompletionsServer,
+) -> None:
+    tokenizer = load_tokenizer(SHARED / "tokenizers" / "qwen3")
+    entry = entry_for(engine, "vllm", tokenizer)
+    engine.root_posts.clear()
+    with gateway(create_app({"qwen": entry})) as base:
+        chat = httpx.post(base + "/tokenize", json={"model": "qwen", "messages": ASK}).json()
+        back = httpx.post(base + "/detokenize", json={"model": "qwen", "tokens": chat["tokens"]})
+    assert tokenizer.decode(chat["tokens"]) == chatfmt.render(ASK, QWEN)
+    assert chat["max_model_len"] == QWEN.generation_config.session_len
+    assert back.json()["prompt"] == chatfmt.render(ASK, QWEN)
+    assert engine.root_posts == []
+
+
+def test_without_any_tokenizer_the_error_says_how_to_provide_one(
+    engine: FakeCompletionsServer,
+) -> None:
+    entry = entry_for(engine, "generic")
+    with gateway(create_app({"qwen": entry})) as base:
+        answer = httpx.post(base + "/tokenize", json={"model": "qwen", "prompt": "abc"})
+        both = httpx.post(
+            base + "/tokenize", json={"model": "qwen", "prompt": "abc", "messages": ASK}
+        )
+        unknown = httpx.post(base + "/detokenize", json={"model": "nope", "tokens": [1]})
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["code"] == "tokenizer_unavailable" and "--tokenizer" in error["message"]
+    assert (
+        both.status_code == 400 and "either prompt or messages" in both.json()["error"]["message"]
+    )
+    assert unknown.status_code == 404
+
+    backend = OpenAICompletionsBackend(engine.base_url, kind="generic")
+    with pytest.raises(UnsupportedFeatureError, match="backend-kind"):
+        asyncio.run(backend.tokenize("x"))
