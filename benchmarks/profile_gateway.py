@@ -95,17 +95,20 @@ class _Response:
     status = 200
 
     def __init__(self, events: list[bytes]) -> None:
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         protocol = BaseProtocol(loop)
         protocol.transport = _Transport()  # type: ignore[assignment]  # "connected"
         self.content = StreamReader(protocol, 2**16, loop=loop)
-        self._feeder = loop.create_task(self._feed(events))
+        self._events = iter(events)
+        self._handle = loop.call_soon(self._feed)
 
-    async def _feed(self, events: list[bytes]) -> None:
-        for event in events:
-            await asyncio.sleep(0)
-            self.content.feed_data(event)
-        self.content.feed_eof()
+    def _feed(self) -> None:
+        event = next(self._events, None)
+        if event is None:
+            self.content.feed_eof()
+            return
+        self.content.feed_data(event)
+        self._handle = self._loop.call_soon(self._feed)
 
 
 class _Session:
@@ -120,7 +123,7 @@ class _Session:
         try:
             yield resp
         finally:
-            resp._feeder.cancel()
+            resp._handle.cancel()
 
     async def close(self) -> None:
         pass

@@ -51,6 +51,8 @@ from .sse import SSEDecoder
 
 #: How much of an error body is kept in a :class:`BackendHTTPError`.
 _BODY_LIMIT = 500
+#: How long the rest of a body is read after its ``[DONE]`` (see :func:`_drain`).
+_DRAIN_SECONDS = 1.0
 #: The longest an engine-detection probe may take (an engine answers its own endpoints at once).
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=10)
 
@@ -319,6 +321,7 @@ class OpenAICompletionsBackend(Backend):
                 for data in decoder.feed(piece) if piece else decoder.close():
                     if data == b"[DONE]":
                         ended = True
+                        await _drain(resp.content)
                         break
                     event = _loads(data, url)
                     if event.get("usage") is not None:
@@ -333,6 +336,17 @@ class OpenAICompletionsBackend(Backend):
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
         yield CompletionChunk("", _finish(finish), usage)
+
+
+async def _drain(content: aiohttp.StreamReader) -> None:
+    """Read the body to its end after the last event (the engine ends it at once), so that
+    the connection goes back to the pool instead of being closed: a new connection per
+    request costs both processes more than the request's events. An engine that leaves
+    the body open loses its connection after :data:`_DRAIN_SECONDS`."""
+    if content.is_eof():
+        return
+    with contextlib.suppress(asyncio.TimeoutError, aiohttp.ClientError):
+        await asyncio.wait_for(content.read(), _DRAIN_SECONDS)
 
 
 async def _raise_for_status(resp: aiohttp.ClientResponse, url: str) -> None:

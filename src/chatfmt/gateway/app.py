@@ -26,7 +26,7 @@ from .chat import Prepared, check_length, completion_request, prepare
 from .errors import APIError
 from .events import Last
 from .generation import Generation
-from .metrics import Metrics, MetricsMiddleware
+from .metrics import Metrics, MetricsMiddleware, RawSendApp
 from .models import Limits, ModelEntry
 from .playground import (
     ParseBody,
@@ -181,7 +181,7 @@ class Gateway:
         """The Starlette application serving this gateway."""
         routes = self.routes()
         endpoints = [r.path for r in routes if "{" not in r.path]
-        app = Starlette(
+        app = RawSendApp(
             routes=routes,
             middleware=[Middleware(MetricsMiddleware, metrics=self.metrics, endpoints=endpoints)],
             exception_handlers={HTTPException: http_error, Exception: internal_error},

@@ -28,6 +28,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Latency buckets (seconds): a gateway adds milliseconds, an engine's answer takes seconds.
@@ -149,8 +150,19 @@ class Metrics:
 
 def raw_send(scope: Scope) -> Send | None:
     """The server's own ``send`` of this request (no middleware around it), for the body
-    of a streamed response once its start was sent the usual way."""
+    of a streamed response once its start was sent the usual way (kept by
+    :class:`RawSendApp`)."""
     return scope.get(RAW_SEND)
+
+
+class RawSendApp(Starlette):
+    """A Starlette application that keeps the server's ``send`` in the scope: a streamed
+    response writes its events with it, past the middleware stack (each layer wraps
+    ``send`` to watch for the response's start, then only passes the body on)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[RAW_SEND] = send
+        await super().__call__(scope, receive, send)
 
 
 class MetricsMiddleware:
@@ -173,7 +185,6 @@ class MetricsMiddleware:
         start = time.perf_counter()
         token = current.set(RequestTiming(metrics, endpoint, start))
         status = 500  # an application that fails before answering: the server answers 500
-        scope[RAW_SEND] = send
 
         async def send_start(message: Message) -> None:
             nonlocal status
