@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -346,7 +347,11 @@ async def _drain(content: aiohttp.StreamReader) -> None:
     if content.is_eof():
         return
     with contextlib.suppress(asyncio.TimeoutError, aiohttp.ClientError):
-        await asyncio.wait_for(content.read(), _DRAIN_SECONDS)
+        if sys.version_info >= (3, 11):  # a timer, not a task
+            async with asyncio.timeout(_DRAIN_SECONDS):
+                await content.read()
+        else:
+            await asyncio.wait_for(content.read(), _DRAIN_SECONDS)
 
 
 async def _raise_for_status(resp: aiohttp.ClientResponse, url: str) -> None:

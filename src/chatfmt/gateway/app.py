@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -82,22 +83,27 @@ class EventStream(StreamingResponse):
         await raw({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Two plain tasks, the writer and the disconnect listener, whichever ends first
+        # stopping the other (an anyio task group did the same at ≈ 4× the cost per request).
         raw = metrics.raw_send(scope) or send
+        loop = asyncio.get_running_loop()
+        writer = loop.create_task(self._write_until_gone(send, raw))
+        listener = loop.create_task(self.listen_for_disconnect(receive))
         try:
-            async with anyio.create_task_group() as group:
-
-                async def write() -> None:
-                    with contextlib.suppress(OSError):  # the client went away while we wrote
-                        await self._write(send, raw)
-                    group.cancel_scope.cancel()
-
-                group.start_soon(write)
-                await self.listen_for_disconnect(receive)
-                group.cancel_scope.cancel()
+            await asyncio.wait((writer, listener), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            listener.cancel()
+            writer.cancel()
             with anyio.CancelScope(shield=True):
+                await asyncio.wait((writer, listener))
                 await self._events.aclose()
                 await self._close()  # the backend stream, even if no event was ever sent
+        if not writer.cancelled() and writer.exception() is not None:
+            raise writer.exception()  # type: ignore[misc]  # a failure of the API's events
+
+    async def _write_until_gone(self, send: Send, raw: Send) -> None:
+        with contextlib.suppress(OSError):  # the client went away while we wrote
+            await self._write(send, raw)
 
 
 def _names_model(raw: bytes) -> bool:
