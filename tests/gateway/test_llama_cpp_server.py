@@ -181,3 +181,24 @@ def test_a_streamed_required_call_is_valid(served: Any) -> None:
     assert names and set(names.values()) == {"get_weather"}
     for text in arguments.values():
         jsonschema.validate(json.loads(text), WEATHER["function"]["parameters"])
+
+
+def test_the_engines_tokenize_endpoint_counts_as_the_model_reads(engine: str, served: Any) -> None:
+    """llama-cpp-python's ``/extras/tokenize`` behind ``Backend.tokenize`` and the gateway's
+    ``/tokenize``: the ids llama.cpp reads the prompt as (the embedded backend's too)."""
+    from chatfmt.backends.llamacpp import LlamaCppBackend
+
+    prompt = chatfmt.render(ASK, "qwen2.5")
+
+    async def engine_ids() -> tuple[list[int], str, list[int]]:
+        async with OpenAICompletionsBackend(engine) as backend:
+            ids = await backend.tokenize(prompt)
+            # its detokenize leaves special tokens out: ordinary text reads back
+            text = await backend.detokenize(await backend.tokenize("The weather in Paris"))
+        return ids, text, await LlamaCppBackend().tokenize(prompt)
+
+    ids, text, embedded = asyncio.run(engine_ids())
+    assert ids == embedded and text.strip() == "The weather in Paris"
+    root = str(served.base_url).removesuffix("/").removesuffix("/v1")
+    answer = httpx.post(root + "/tokenize", json={"model": "smol", "messages": ASK}).json()
+    assert answer["tokens"] == ids and answer["count"] == len(ids)

@@ -116,12 +116,14 @@ class LlamaCppBackend(Backend):
         return self._tokenizer
 
     async def tokenize(self, text: str) -> list[int]:
-        """``text``'s ids as the model reads a prompt (chatfmt's tokenizer of the same GGUF:
+        """``text``'s ids as the model reads a text prompt (llama.cpp's own tokenizer:
         special-token strings as their ids, BOS where the model adds one)."""
-        return list(self.tokenizer.encode(text, add_special_tokens=True))
+        return list(self.load().tokenize(text.encode("utf-8"), special=True))
 
     async def detokenize(self, ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(ids)))
+        """The text of ``ids`` (llama.cpp's own detokenizer, special tokens written out)."""
+        data = self.load().detokenize(list(ids), special=True)
+        return bytes(data).decode("utf-8", errors="replace")
 
     def load(self) -> Any:
         """The ``llama_cpp.Llama`` object (loaded once per process and settings)."""
