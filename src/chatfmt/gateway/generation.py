@@ -132,15 +132,16 @@ class Generation:
                 self._record(timing.metrics)
 
     def _record(self, recorder: metrics.Metrics) -> None:
+        """The metrics of the ended generation. Token counts: the ones the API computed, else
+        the backend's, else the prompt's ids (the reply is never tokenized just for them)."""
         turn = self.turn
         failed = isinstance(turn.error, BackendError)
-        usage = (self.usage() if turn.parser.finish_reason is not None else None) or turn.usage
-        recorder.finished(
-            self.prepared.entry.name,
-            usage.prompt_tokens if usage is not None else None,
-            usage.completion_tokens if usage is not None else None,
-            failed,
-        )
+        usage = (self._usage if self._usage_known else None) or turn.usage
+        prompt = usage.prompt_tokens if usage is not None else None
+        if prompt is None and self.prepared.prompt_ids is not None:
+            prompt = len(self.prepared.prompt_ids)
+        completion = usage.completion_tokens if usage is not None else None
+        recorder.finished(self.prepared.entry.name, prompt, completion, failed)
 
     @property
     def finish_reason(self) -> str | None:
