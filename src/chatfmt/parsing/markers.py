@@ -24,17 +24,21 @@ RealCheck = Callable[[str, int], bool]
 class MarkerSet:
     """A set of marker strings; ``special`` ones are subject to the token-id check."""
 
-    __slots__ = ("_prefixes", "_regex", "markers", "maxlen", "special")
+    __slots__ = ("_first", "_prefixes", "_regex", "markers", "maxlen", "special")
 
     def __init__(self, markers: Sequence[str], special: Iterable[str] = ()) -> None:
         self.markers = tuple(markers)
         self.special = frozenset(special) & frozenset(markers)
         self._regex, self._prefixes, self.maxlen = _compiled(self.markers)
+        self._first = frozenset(m[0] for m in self.markers if m)
 
     def held_suffix(self, text: str, start: int = 0) -> int:
         """Length of the longest suffix of ``text[start:]`` that is a proper prefix of a marker."""
         n = len(text)
-        for k in range(min(self.maxlen - 1, n - start), 0, -1):
+        longest = min(self.maxlen - 1, n - start)
+        if longest <= 0 or self._first.isdisjoint(text[n - longest :]):
+            return 0  # no marker starts in the tail (the usual case): one set test
+        for k in range(longest, 0, -1):
             if text[n - k :] in self._prefixes:
                 return k
         return 0
