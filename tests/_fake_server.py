@@ -7,7 +7,8 @@ on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
 halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
 timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
 ``root_json`` (path → JSON answered at the server's root, e.g. ``/props``) make it look
-like a given engine.
+like a given engine; ``reply_for`` answers each request from its body (a scripted engine
+for clients whose requests come in any order).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +37,8 @@ class FakeCompletionsServer:
         self.port = 0
         self.owned_by: str | None = None
         self.root_json: dict[str, Any] = {}
+        #: When set, the reply to each request (its JSON body), instead of ``replies`` in order.
+        self.reply_for: Callable[[dict[str, Any]], str] | None = None
 
     @property
     def base_url(self) -> str:
@@ -55,7 +58,10 @@ class FakeCompletionsServer:
         return web.json_response(self.root_json[path])
 
     def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
-        text = self.replies.pop(0) if self.replies else ""
+        if self.reply_for is not None:
+            text = self.reply_for(body)
+        else:
+            text = self.replies.pop(0) if self.replies else ""
         max_tokens = body.get("max_tokens")
         stops = [s for s in body.get("stop") or [] if s in text]
         if stops:
