@@ -2,52 +2,44 @@
 :class:`~.request.ChatRequest`, and a :class:`~.generation.Generation`'s deltas → the
 ``response`` object, or its streamed events.
 
-Input items become chat messages: ``message`` items (text parts joined), ``reasoning``
-(its text, else its summary) and ``function_call`` items fold into the assistant message
-they came from, ``function_call_output`` is a tool message. The reply's output items are
-the reverse — ``reasoning``, ``message``, then one ``function_call`` per call — so a reply
-sent back as input renders to what the model wrote. ``previous_response_id`` continues a
-stored conversation (:mod:`.response_store`).
+Input items become chat messages (:mod:`.responses_input`); the reply's output items —
+``reasoning``, ``message``, then one ``function_call`` per call — and their events are
+built from the parser's deltas (:mod:`.responses_items`), so a reply sent back as input
+renders to what the model wrote. ``previous_response_id`` continues a stored
+conversation (:mod:`.response_store`).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import secrets
 import time
-from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ChatFmtError
-from ..parsing import ContentDelta, Delta, ReasoningDelta
 from ..thinking import thinking_options
 from .errors import APIError, api_error
 from .generation import Generation
 from .request import ChatRequest, Sampling, WireToolChoice
 from .response_store import ResponseStore, StoredResponse
+from .responses_input import input_messages, located, reply_messages
+from .responses_items import OutputItems, new_id
 from .responses_schema import (
     AllowedTools,
-    FunctionCallItem,
-    FunctionCallOutputItem,
     FunctionChoice,
     FunctionTool,
     JSONSchemaTextFormat,
-    MessageItem,
-    ReasoningItem,
     ResponsesBody,
     Unsupported,
 )
 from .schema import JSONObjectFormat
 
+__all__ = ["ResponseWriter", "chat_request", "create", "events", "located", "refused"]
+
 #: Open Responses' and OpenAI's reasoning efforts → what :func:`thinking_options` knows.
 _EFFORTS = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high"}
 _EFFORTS |= {"xhigh": "high", "max": "high"}
-
-
-def _new_id(prefix: str) -> str:
-    return f"{prefix}_{secrets.token_hex(12)}"
 
 
 # ---------------------------------------------------------------------- what is refused
@@ -91,131 +83,6 @@ def refused(body: ResponsesBody) -> APIError | None:
             "required, a function or allowed_tools)",
         )
     return None
-
-
-# ---------------------------------------------------------------------- items → messages
-_PART_REFUSALS = {
-    "input_image": "images are not supported: models are served as text only",
-    "input_file": "files are not supported: send their text as input_text",
-    "input_audio": "audio is not supported: models are served as text only",
-    "input_video": "video is not supported: models are served as text only",
-}
-
-
-def _text(parts: str | Sequence[Any], where: str) -> str:
-    """The text of a content string or parts (text, output text, refusal) joined."""
-    if isinstance(parts, str):
-        return parts
-    texts = []
-    for j, part in enumerate(parts):
-        if isinstance(part, Unsupported):
-            reason = _PART_REFUSALS.get(
-                part.type, f"content parts of type {part.type!r} are not supported"
-            )
-            raise APIError(400, reason, param=f"{where}[{j}]", code="unsupported_value")
-        texts.append(part.refusal if part.type == "refusal" else part.text)
-    return "".join(texts)
-
-
-@dataclass
-class _Turn:
-    """The assistant message being folded from consecutive output items."""
-
-    source: str
-    reasoning: str | None = None
-    content: str | None = None
-    calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def message(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.reasoning is not None:
-            out["reasoning_content"] = self.reasoning
-        if self.calls:
-            out["tool_calls"] = self.calls
-        return out
-
-
-def input_messages(
-    items: str | Sequence[Any] | None, names: dict[str, str] | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """The chat messages of ``input`` and, for each, the input item it came from
-    (``input[i]``): what an error about ``messages[k]`` names instead.
-
-    ``names`` maps the call ids of earlier function calls to their names (a tool message
-    carries its function's name); the calls read here are added to it.
-    """
-    if items is None:
-        return [], []
-    if isinstance(items, str):
-        return [{"role": "user", "content": items}], ["input"]
-    names = {} if names is None else names
-    messages: list[dict[str, Any]] = []
-    sources: list[str] = []
-    turn: _Turn | None = None
-
-    def flush() -> None:
-        nonlocal turn
-        if turn is not None:
-            messages.append(turn.message())
-            sources.append(turn.source)
-            turn = None
-
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if isinstance(item, Unsupported):
-            raise APIError(
-                400,
-                f"input items of type {item.type!r} are not supported (message, function_call, "
-                "function_call_output and reasoning are; send items themselves, not references)",
-                param=f"{where}.type",
-                code="unsupported_value",
-            )
-        if isinstance(item, MessageItem) and item.role != "assistant":
-            flush()
-            messages.append({"role": item.role, "content": _text(item.content, f"{where}.content")})
-            sources.append(where)
-        elif isinstance(item, FunctionCallOutputItem):
-            flush()
-            message = {
-                "role": "tool",
-                "tool_call_id": item.call_id,
-                "content": _text(item.output, f"{where}.output"),
-            }
-            if item.call_id in names:
-                message["name"] = names[item.call_id]
-            messages.append(message)
-            sources.append(where)
-        else:  # assistant side: reasoning, then the message, then calls (a reply's order)
-            if (
-                turn is not None
-                and (
-                    turn.calls
-                    or (isinstance(item, ReasoningItem) and turn.content is not None)
-                    or (isinstance(item, MessageItem) and turn.content is not None)
-                )
-                and not isinstance(item, FunctionCallItem)
-            ):
-                flush()
-            if turn is None:
-                turn = _Turn(where)
-            if isinstance(item, ReasoningItem):
-                parts = item.content if item.content else item.summary
-                text = "".join(p.text for p in parts)
-                turn.reasoning = text if turn.reasoning is None else turn.reasoning + text
-            elif isinstance(item, MessageItem):
-                turn.content = _text(item.content, f"{where}.content")
-            else:
-                assert isinstance(item, FunctionCallItem)
-                names[item.call_id] = item.name
-                turn.calls.append(
-                    {
-                        "id": item.call_id,
-                        "type": "function",
-                        "function": {"name": item.name, "arguments": item.arguments},
-                    }
-                )
-    flush()
-    return messages, sources
 
 
 # ---------------------------------------------------------------------- body → request
@@ -326,239 +193,6 @@ def chat_request(
     return Translated(chat, turn, sources + turn_sources)
 
 
-_MESSAGE_REF = re.compile(r"messages\[(\d+)\]")
-_TOOL_REF = re.compile(r"tools\[(\d+)\]\.function\.")
-
-
-def located(error: APIError, sources: Sequence[str]) -> APIError:
-    """``error`` naming the Responses request's fields (``input[2]``, ``tools[0].name``)
-    instead of the chat messages and tools they were translated to."""
-
-    def field_of(match: re.Match[str]) -> str:
-        index = int(match.group(1))
-        return sources[index] if index < len(sources) else match.group(0)
-
-    def rewrite(text: str) -> str:
-        return _TOOL_REF.sub(r"tools[\1].", _MESSAGE_REF.sub(field_of, text))
-
-    param = rewrite(error.param) if error.param else error.param
-    return APIError(
-        error.status, rewrite(error.message), type=error.type, param=param, code=error.code
-    )
-
-
-# ---------------------------------------------------------------------- output items
-class OutputItems:
-    """The output items of one reply, built from the parser's deltas as they come, and the
-    streamed events that build them (without ``sequence_number``).
-
-    An item is open until a delta of another kind comes: reasoning, a message (whitespace
-    alone does not open one; before a call it is dropped, as in chat), one function call per
-    call. Calls from index ``max_calls`` on are dropped (``parallel_tool_calls: false``).
-    """
-
-    def __init__(self, max_calls: int | None = None) -> None:
-        self.max_calls = max_calls
-        self.items: list[dict[str, Any]] = []
-        self._open: dict[str, Any] | None = None
-        self._text: list[str] = []
-        self._calls: dict[int, dict[str, Any]] = {}
-        self._pending = ""  # whitespace content not yet in a message
-
-    @property
-    def has_calls(self) -> bool:
-        return bool(self._calls)
-
-    def feed(self, delta: Delta) -> list[dict[str, Any]]:
-        """The events of one delta."""
-        if isinstance(delta, ContentDelta):
-            return self._content(delta.text)
-        if isinstance(delta, ReasoningDelta):
-            return self._reasoning(delta.text)
-        if delta.code or (self.max_calls is not None and delta.index >= self.max_calls):
-            return []  # only function tools are offered; calls past the one allowed
-        events: list[dict[str, Any]] = []
-        if delta.id is not None and delta.index not in self._calls:
-            events += self._close("completed")
-            self._pending = ""
-            call: dict[str, Any] = {
-                "id": _new_id("fc"),
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": delta.id,
-                "name": delta.name or "",
-                "arguments": "",
-            }
-            events.append(self._add(call))
-            self._calls[delta.index] = call
-        item = self._calls.get(delta.index)
-        if item is None or not delta.text:
-            return events
-        if item is self._open:
-            self._text.append(delta.text)
-            events.append(
-                {
-                    "type": "response.function_call_arguments.delta",
-                    "item_id": item["id"],
-                    "output_index": self._index,
-                    "delta": delta.text,
-                }
-            )
-        else:  # a piece of an earlier call (not written by any parser): kept, not streamed
-            item["arguments"] += delta.text
-        return events
-
-    def close(self, status: str = "completed") -> list[dict[str, Any]]:
-        """The events that end the reply's last item (``status``: ``incomplete`` when cut)."""
-        events: list[dict[str, Any]] = []
-        if self._pending and not self._calls:
-            events += self._content_text(self._pending)
-        self._pending = ""
-        return events + self._close(status)
-
-    # ------------------------------------------------------------------ items
-    @property
-    def _index(self) -> int:
-        return len(self.items) - 1
-
-    def _add(self, item: dict[str, Any]) -> dict[str, Any]:
-        self.items.append(item)
-        self._open = item
-        self._text = []
-        return {
-            "type": "response.output_item.added",
-            "output_index": self._index,
-            "item": dict(item),
-        }
-
-    def _content(self, text: str) -> list[dict[str, Any]]:
-        if not text:
-            return []
-        if self._open is None or self._open["type"] != "message":
-            if (self._pending + text).isspace():
-                self._pending += text
-                return []
-            text, self._pending = self._pending + text, ""
-        return self._content_text(text)
-
-    def _content_text(self, text: str) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        if self._open is None or self._open["type"] != "message":
-            events += self._close("completed")
-            item = {
-                "id": _new_id("msg"),
-                "type": "message",
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-            }
-            events.append(self._add(item))
-            events.append(self._part_event("response.content_part.added", _output_text("")))
-        self._text.append(text)
-        assert self._open is not None
-        events.append(
-            {
-                "type": "response.output_text.delta",
-                "item_id": self._open["id"],
-                "output_index": self._index,
-                "content_index": 0,
-                "delta": text,
-                "logprobs": [],
-            }
-        )
-        return events
-
-    def _reasoning(self, text: str) -> list[dict[str, Any]]:
-        if not text:
-            return []
-        events: list[dict[str, Any]] = []
-        if self._open is None or self._open["type"] != "reasoning":
-            events += self._close("completed")
-            item = {"id": _new_id("rs"), "type": "reasoning", "summary": [], "content": []}
-            events.append(self._add(item))
-            events.append(self._part_event("response.content_part.added", _reasoning_text("")))
-        self._text.append(text)
-        assert self._open is not None
-        events.append(
-            {
-                "type": "response.reasoning.delta",
-                "item_id": self._open["id"],
-                "output_index": self._index,
-                "content_index": 0,
-                "delta": text,
-            }
-        )
-        return events
-
-    def _part_event(self, kind: str, part: dict[str, Any]) -> dict[str, Any]:
-        assert self._open is not None
-        return {
-            "type": kind,
-            "item_id": self._open["id"],
-            "output_index": self._index,
-            "content_index": 0,
-            "part": part,
-        }
-
-    def _close(self, status: str) -> list[dict[str, Any]]:
-        """The events that end the open item (none if none is open)."""
-        item = self._open
-        if item is None:
-            return []
-        self._open = None
-        text = "".join(self._text)
-        head = {"item_id": item["id"], "output_index": self._index}
-        events: list[dict[str, Any]] = []
-        if item["type"] == "message":
-            part = _output_text(text)
-            item["content"] = [part]
-            item["status"] = status
-            events.append(
-                {
-                    "type": "response.output_text.done",
-                    **head,
-                    "content_index": 0,
-                    "text": text,
-                    "logprobs": [],
-                }
-            )
-            events.append(
-                {"type": "response.content_part.done", **head, "content_index": 0, "part": part}
-            )
-        elif item["type"] == "reasoning":
-            part = _reasoning_text(text)
-            item["content"] = [part]
-            events.append(
-                {"type": "response.reasoning.done", **head, "content_index": 0, "text": text}
-            )
-            events.append(
-                {"type": "response.content_part.done", **head, "content_index": 0, "part": part}
-            )
-        else:
-            item["arguments"] += text
-            item["status"] = status
-            events.append(
-                {
-                    "type": "response.function_call_arguments.done",
-                    **head,
-                    "name": item["name"],
-                    "arguments": item["arguments"],
-                }
-            )
-        events.append(
-            {"type": "response.output_item.done", "output_index": self._index, "item": item}
-        )
-        return events
-
-
-def _output_text(text: str) -> dict[str, Any]:
-    return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
-
-
-def _reasoning_text(text: str) -> dict[str, Any]:
-    return {"type": "reasoning_text", "text": text}
-
-
 # ---------------------------------------------------------------------- the response object
 class ResponseWriter:
     """The ``response`` object of one request (its echo of the request's settings), and
@@ -572,7 +206,7 @@ class ResponseWriter:
         store: ResponseStore | None,
         previous: StoredResponse | None,
     ) -> None:
-        self.id = _new_id("resp")
+        self.id = new_id("resp")
         self.body = body
         self.translated = translated
         self.generation = generation
@@ -666,35 +300,12 @@ class ResponseWriter:
         ``store: false``."""
         resource = self.resource(self.status, usage=self.usage())
         if self.store is not None:
-            items = self.output.items
-            reply, _ = input_messages(_as_items(items))
+            reply = reply_messages(self.output.items)
             self.store.put(
                 self.id,
                 StoredResponse(resource, tuple(self.translated.turn + reply), self.previous),
             )
         return resource
-
-
-def _as_items(items: list[dict[str, Any]]) -> list[Any]:
-    """Output items as the input items they are when sent back."""
-    out: list[Any] = []
-    for item in items:
-        if item["type"] == "message":
-            out.append(MessageItem(role="assistant", content=item["content"][0]["text"]))
-        elif item["type"] == "reasoning":
-            out.append(
-                ReasoningItem.model_validate({"type": "reasoning", "content": item["content"]})
-            )
-        else:
-            out.append(
-                FunctionCallItem(
-                    type="function_call",
-                    call_id=item["call_id"],
-                    name=item["name"],
-                    arguments=item["arguments"],
-                )
-            )
-    return out
 
 
 def _tool_echo(tool: FunctionTool) -> dict[str, Any]:
