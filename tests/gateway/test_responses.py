@@ -421,3 +421,36 @@ def test_what_is_not_served_is_a_400_naming_the_field(
     assert error["param"] == param, error
     assert words in error["message"]
     assert "messages[" not in error["message"]
+
+
+class CountingEngine(Backend):
+    """An engine that reports no usage but has a tokenize endpoint (one token a word)."""
+
+    def __init__(self, reply: str, tokenize: bool) -> None:
+        self.reply = reply
+        self.can_tokenize = tokenize
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        yield CompletionChunk(self.reply, "stop")
+
+    async def tokenize(self, text: str) -> list[int]:
+        if not self.can_tokenize:
+            return await super().tokenize(text)
+        return list(range(len(text.split())))
+
+
+@pytest.mark.parametrize("tokenize", [True, False])
+def test_usage_without_backend_counts_comes_from_the_tokenize_endpoint(tokenize: bool) -> None:
+    reply = "<think>Two words.</think>\n\nThree more words."
+    entry = ModelEntry("q", CountingEngine(reply, tokenize), QWEN3)
+    with gateway(create_app({"q": entry})) as base:
+        out = httpx.post(base + "/v1/responses", json={"model": "q", "input": "Hi"}).json()
+    assert out["status"] == "completed"
+    if not tokenize:  # never a guess
+        assert out["usage"] is None
+        return
+    usage = out["usage"]
+    prompt = chatfmt.render([{"role": "user", "content": "Hi"}], QWEN3)
+    assert usage["input_tokens"] == len(prompt.split())
+    assert usage["output_tokens"] == len(reply.split())
+    assert usage["output_tokens_details"]["reasoning_tokens"] == 2

@@ -1,5 +1,6 @@
 """The official Open Responses compliance tests, unchanged (``../shared/reference/
-openresponses-compliance``), against the gateway in front of a scripted completions engine.
+openresponses-compliance``), against ``chatfmt serve`` in front of a scripted completions
+engine.
 
 The engine (``_fake_server.py``) answers each request from its prompt: a ``get_weather``
 call in Qwen2.5's hermes format when the prompt offers tools, else a short text. The
@@ -15,7 +16,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +29,11 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-import chatfmt
-from _fake_server import FakeCompletionsServer, gateway, serve
-from chatfmt.backends.openai import OpenAICompletionsBackend
-from chatfmt.gateway import ModelEntry, create_app
+httpx = pytest.importorskip("httpx")
 
-from _support import SHARED
+from _fake_server import FakeCompletionsServer, serve  # noqa: E402
+
+from _support import ROOT, SHARED  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -38,6 +41,7 @@ SUITE = SHARED / "reference" / "openresponses-compliance"
 PACKAGES = Path(__file__).parent / "openresponses"
 TSX = PACKAGES / "node_modules" / ".bin" / "tsx"
 SETUP = "npm ci --prefix tests/gateway/openresponses"
+KEY = "compliance-key"
 
 _WEBSOCKET = "WebSocket mode: chatfmt serves Responses over HTTP (SSE) only"
 _COMPACT = "/responses/compact: compaction is an OpenAI endpoint local engines do not serve"
@@ -75,8 +79,15 @@ def node_missing() -> str | None:
     return None
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
+    """``chatfmt serve --backend ENGINE --template qwen2.5`` on a free port (always stopped)."""
     missing = node_missing()
     if missing is not None:
         if os.environ.get("CI") and shutil.which("node") is not None:
@@ -85,16 +96,33 @@ def base_url() -> Iterator[str]:
     engine = FakeCompletionsServer()
     engine.reply_for = reply
     with serve(engine) as running:
-        backend = OpenAICompletionsBackend(running.base_url, model="fake-model")
-        entry = ModelEntry("qwen", backend, chatfmt.get_template("qwen2.5"))
-        with gateway(create_app({"qwen": entry})) as url:
-            yield url + "/v1"
+        port = free_port()
+        command = [sys.executable, "-m", "chatfmt.cli", "serve", "--backend", running.base_url]
+        command += ["--template", "qwen2.5", "--model-name", "qwen", "--api-key", KEY]
+        command += ["--port", str(port), "--log-level", "warning"]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, proc.communicate()[1].decode()
+                try:
+                    if httpx.get(base + "/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "chatfmt serve did not start"
+                    time.sleep(0.1)
+            yield base + "/v1"
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=20)
 
 
 def run_suite(base_url: str) -> dict[str, Any]:
     """The suite's ``--json`` report (every test, passed, failed or skipped)."""
     command = [str(TSX), str(SUITE / "bin" / "compliance-test.ts")]
-    command += ["--base-url", base_url, "--api-key", "none", "--model", "qwen", "--json"]
+    command += ["--base-url", base_url, "--api-key", KEY, "--model", "qwen", "--json"]
     env = {**os.environ, "NODE_PATH": str(PACKAGES / "node_modules")}
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.stdout.strip(), f"the suite printed nothing: {done.stderr[-2000:]}"

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import ChatFmtError
 from ..thinking import thinking_options
+from .chat import prompt_tokens
 from .errors import APIError, api_error
 from .generation import Generation
 from .request import ChatRequest, Sampling, WireToolChoice
@@ -274,31 +275,53 @@ class ResponseWriter:
     def status(self) -> str:
         return "incomplete" if self.generation.finish_reason == "length" else "completed"
 
-    def usage(self) -> dict[str, Any] | None:
-        """The ``usage`` object: the backend's counts, else the tokenizer's (else null)."""
-        usage = self.generation.usage()
-        if usage is None or usage.prompt_tokens is None or usage.completion_tokens is None:
-            return None
+    async def usage(self) -> dict[str, Any] | None:
+        """The ``usage`` object: the backend's counts, else counted by the tokenizer chatfmt
+        knows or the engine's tokenize endpoint (``null`` when neither can count)."""
+        generation = self.generation
+        usage = generation.usage()
+        prompt = usage.prompt_tokens if usage is not None else None
+        completion = usage.completion_tokens if usage is not None else None
+        if prompt is None:
+            try:
+                prompt = await prompt_tokens(generation.prepared)
+            except APIError:
+                return None
+        if completion is None:
+            completion = await self._count(generation.text[len(generation.prepared.prefill) :])
         reasoning = "".join(
             part["text"]
             for item in self.output.items
             if item["type"] == "reasoning"
             for part in item["content"]
         )
-        tokenizer = self.generation.prepared.entry.active_tokenizer
-        reasoning_tokens = len(tokenizer.encode(reasoning)) if reasoning and tokenizer else 0
+        reasoning_tokens = await self._count(reasoning)
+        if completion is None:
+            return None
         return {
-            "input_tokens": usage.prompt_tokens,
-            "output_tokens": usage.completion_tokens,
-            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            "total_tokens": prompt + completion,
             "input_tokens_details": {"cached_tokens": 0},
-            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens or 0},
         }
 
-    def finished(self) -> dict[str, Any]:
+    async def _count(self, text: str) -> int | None:
+        """The token count of ``text`` (``None``: no tokenizer and no tokenize endpoint)."""
+        if not text:
+            return 0
+        entry = self.generation.prepared.entry
+        if entry.active_tokenizer is not None:
+            return len(entry.active_tokenizer.encode(text))
+        try:
+            return len(await entry.backend.tokenize(text))
+        except ChatFmtError:
+            return None
+
+    async def finished(self) -> dict[str, Any]:
         """The final response object (``completed`` or ``incomplete``), stored unless
         ``store: false``."""
-        resource = self.resource(self.status, usage=self.usage())
+        resource = self.resource(self.status, usage=await self.usage())
         if self.store is not None:
             reply = reply_messages(self.output.items)
             self.store.put(
@@ -334,7 +357,7 @@ async def create(writer: ResponseWriter) -> dict[str, Any]:
     for delta in await writer.generation.run():
         output.feed(delta)
     output.close("incomplete" if writer.status == "incomplete" else "completed")
-    return writer.finished()
+    return await writer.finished()
 
 
 def _sse(event: dict[str, Any]) -> bytes:
@@ -374,7 +397,7 @@ async def events(writer: ResponseWriter) -> AsyncGenerator[bytes, None]:
         for event in output.close(status):
             yield sse(event)
         kind = "response.incomplete" if status == "incomplete" else "response.completed"
-        yield sse({"type": kind, "response": writer.finished()})
+        yield sse({"type": kind, "response": await writer.finished()})
         yield b"data: [DONE]\n\n"
     except ChatFmtError as exc:
         for event in _failure(writer, api_error(exc)):
