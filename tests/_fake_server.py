@@ -165,3 +165,47 @@ def gateway(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (yet)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def chatfmt_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, Any]]:
+    """Run ``chatfmt serve ARGS`` (this checkout's code) on a free port until ``/health``
+    answers; yield its base URL and the process (always stopped; read its stderr after)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    port = free_port()
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    command = [sys.executable, "-m", "chatfmt.cli", "serve", *args]
+    command += ["--port", str(port), "--log-level", "warning"]
+    environ = {**os.environ, **(env or {}), "PYTHONPATH": src}
+    proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            try:
+                if httpx.get(base + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "chatfmt serve did not start"
+                time.sleep(0.1)
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=20)

@@ -16,10 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,9 +28,9 @@ pytest.importorskip("uvicorn")
 
 httpx = pytest.importorskip("httpx")
 
-from _fake_server import FakeCompletionsServer, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, chatfmt_serve, serve  # noqa: E402
 
-from _support import ROOT, SHARED  # noqa: E402
+from _support import SHARED  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -79,12 +76,6 @@ def node_missing() -> str | None:
     return None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
     """``chatfmt serve --backend ENGINE --template qwen2.5`` on a free port (always stopped)."""
@@ -95,28 +86,14 @@ def base_url() -> Iterator[str]:
         pytest.skip(missing)
     engine = FakeCompletionsServer()
     engine.reply_for = reply
-    with serve(engine) as running:
-        port = free_port()
-        command = [sys.executable, "-m", "chatfmt.cli", "serve", "--backend", running.base_url]
-        command += ["--template", "qwen2.5", "--model-name", "qwen", "--api-key", KEY]
-        command += ["--port", str(port), "--log-level", "warning"]
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, proc.communicate()[1].decode()
-                try:
-                    if httpx.get(base + "/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    assert time.monotonic() < deadline, "chatfmt serve did not start"
-                    time.sleep(0.1)
-            yield base + "/v1"
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=20)
+    with (
+        serve(engine) as running,
+        chatfmt_serve(
+            *("--backend", running.base_url, "--template", "qwen2.5", "--model-name", "qwen"),
+            *("--api-key", KEY),
+        ) as (base, _process),
+    ):
+        yield base + "/v1"
 
 
 def run_suite(base_url: str) -> dict[str, Any]:
