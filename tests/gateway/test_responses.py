@@ -454,3 +454,51 @@ def test_usage_without_backend_counts_comes_from_the_tokenize_endpoint(tokenize:
     assert usage["input_tokens"] == len(prompt.split())
     assert usage["output_tokens"] == len(reply.split())
     assert usage["output_tokens_details"]["reasoning_tokens"] == 2
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"input": []}, "input"),
+        (
+            {
+                "instructions": "Be brief.",
+                "input": [
+                    {"role": "user", "content": "Hi"},
+                    {"type": "function_call_output", "call_id": "c9", "output": "x"},
+                ],
+            },
+            "input[1].role",  # messages[2], after the instructions
+        ),
+        (
+            {
+                "input": "x",
+                "text": {
+                    "format": {"type": "json_schema", "name": "n", "schema": {"type": "bogus"}}
+                },
+            },
+            "text.format.schema",
+        ),
+        (
+            {"input": "x", "tools": [{"type": "function", "name": "f", "parameters": {"type": 3}}]},
+            "tools[0].parameters",
+        ),
+    ],
+)
+def test_pipeline_errors_name_the_responses_fields(
+    server: Server, body: dict[str, Any], param: str
+) -> None:
+    answer = server.post(body)
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["param"] == param, error
+    assert "messages" not in error["message"] and "response_format" not in error["message"]
+
+
+def test_a_reasoning_item_alone_is_an_assistant_turn(server: Server) -> None:
+    server.reply("Fine.")
+    thought = {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Hmm."}]}
+    ask = [{"role": "user", "content": "a"}, thought, {"role": "user", "content": "b"}]
+    out = server.create({"input": ask}, model="qwen3")
+    assert out["output"][0]["content"][0]["text"] == "Fine."
+    assert "<|im_start|>assistant\n" in server.backend.prompts[-1].split("b<|im_end|>")[0]

@@ -58,7 +58,10 @@ class _Turn:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def message(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": "assistant", "content": self.content}
+        content = self.content
+        if content is None and not self.calls:
+            content = ""  # reasoning alone: templates want a string
+        out: dict[str, Any] = {"role": "assistant", "content": content}
         if self.reasoning is not None:
             out["reasoning_content"] = self.reasoning
         if self.calls:
@@ -176,8 +179,13 @@ def _as_items(items: list[dict[str, Any]]) -> list[Any]:
     return out
 
 
-_MESSAGE_REF = re.compile(r"messages\[(\d+)\]")
-_TOOL_REF = re.compile(r"tools\[(\d+)\]\.function\.")
+_MESSAGE_REF = re.compile(r"\bmessages\[(\d+)\]")
+#: Chat field paths → the Responses request's.
+_RENAMES = (
+    (re.compile(r"\btools\[(\d+)\]\.function\."), r"tools[\1]."),
+    (re.compile(r"\bresponse_format\.json_schema\."), "text.format."),
+    (re.compile(r"\bresponse_format\b"), "text.format"),
+)
 
 
 def located(error: APIError, sources: Sequence[str]) -> APIError:
@@ -189,7 +197,12 @@ def located(error: APIError, sources: Sequence[str]) -> APIError:
         return sources[index] if index < len(sources) else match.group(0)
 
     def rewrite(text: str) -> str:
-        return _TOOL_REF.sub(r"tools[\1].", _MESSAGE_REF.sub(field_of, text))
+        if text == "messages" or text.startswith("messages: "):  # the conversation as a whole
+            text = "input" + text[len("messages") :]
+        text = _MESSAGE_REF.sub(field_of, text)
+        for pattern, name in _RENAMES:
+            text = pattern.sub(name, text)
+        return text
 
     param = rewrite(error.param) if error.param else error.param
     return APIError(
