@@ -1,10 +1,11 @@
 """Responses input items as chat messages (``POST /v1/responses``).
 
-``message`` items become messages (text parts joined); ``reasoning`` (its text, else its
-summary), the assistant's ``message`` and ``function_call`` items fold into the one
-assistant message they came from — a reply's output items come in that order, so a reply
-sent back as input renders to what the model wrote; ``function_call_output`` is a tool
-message. :func:`located` makes an error about the translated messages name the request's
+``message`` items become messages (text parts joined); the assistant's items in a row —
+``reasoning`` (its text, else its summary), ``message`` and ``function_call`` items, one
+reply's output — fold into the one assistant message they came from (reasoning and text
+concatenated, calls in order), the message chat completions returns for the same reply, so
+a reply sent back as input renders to what the model wrote; two assistant messages in a row
+stay two. ``function_call_output`` is a tool message. :func:`located` makes an error about the translated messages name the request's
 own fields.
 """
 
@@ -56,6 +57,7 @@ class _Turn:
     reasoning: str | None = None
     content: str | None = None
     calls: list[dict[str, Any]] = field(default_factory=list)
+    last_message: bool = False  # the last item read was a message
 
     def message(self) -> dict[str, Any]:
         content = self.content
@@ -119,25 +121,19 @@ def input_messages(
                 message["name"] = names[item.call_id]
             messages.append(message)
             sources.append(where)
-        else:  # assistant side: reasoning, then the message, then calls (a reply's order)
-            if (
-                turn is not None
-                and (
-                    turn.calls
-                    or (isinstance(item, ReasoningItem) and turn.content is not None)
-                    or (isinstance(item, MessageItem) and turn.content is not None)
-                )
-                and not isinstance(item, FunctionCallItem)
-            ):
-                flush()
+        else:  # the assistant's side: one reply's items, in the order the model wrote them
+            if turn is not None and isinstance(item, MessageItem) and turn.last_message:
+                flush()  # two messages in a row: two turns (e.g. commentary, then an answer)
             if turn is None:
                 turn = _Turn(where)
+            turn.last_message = isinstance(item, MessageItem)
             if isinstance(item, ReasoningItem):
                 parts = item.content if item.content else item.summary
                 text = "".join(p.text for p in parts)
                 turn.reasoning = text if turn.reasoning is None else turn.reasoning + text
             elif isinstance(item, MessageItem):
-                turn.content = _text(item.content, f"{where}.content")
+                text = _text(item.content, f"{where}.content")
+                turn.content = text if turn.content is None else turn.content + text
             else:
                 assert isinstance(item, FunctionCallItem)
                 names[item.call_id] = item.name

@@ -18,9 +18,12 @@ class OutputItems:
     """The output items of one reply, built from the parser's deltas as they come, and the
     streamed events that build them (without ``sequence_number``).
 
-    An item is open until a delta of another kind comes: reasoning, a message (whitespace
-    alone does not open one; before a call it is dropped, as in chat), one function call per
-    call. Calls from index ``max_calls`` on are dropped (``parallel_tool_calls: false``).
+    An item is open until a delta of another kind comes: reasoning, a message, one function
+    call per call. Whitespace alone opens no message: it waits for text (then opens one with
+    it) or the end, where it is dropped if the reply has calls and no text — the content
+    chat completions returns (:func:`chatfmt.parsing.merge_deltas`) is the text of the
+    message items, concatenated. Calls from index ``max_calls`` on are dropped
+    (``parallel_tool_calls: false``).
     """
 
     def __init__(self, max_calls: int | None = None) -> None:
@@ -30,10 +33,6 @@ class OutputItems:
         self._text: list[str] = []
         self._calls: dict[int, dict[str, Any]] = {}
         self._pending = ""  # whitespace content not yet in a message
-
-    @property
-    def has_calls(self) -> bool:
-        return bool(self._calls)
 
     def feed(self, delta: Delta) -> list[dict[str, Any]]:
         """The events of one delta."""
@@ -46,7 +45,6 @@ class OutputItems:
         events: list[dict[str, Any]] = []
         if delta.id is not None and delta.index not in self._calls:
             events += self._close("completed")
-            self._pending = ""
             call: dict[str, Any] = {
                 "id": new_id("fc"),
                 "type": "function_call",
@@ -77,7 +75,8 @@ class OutputItems:
     def close(self, status: str = "completed") -> list[dict[str, Any]]:
         """The events that end the reply's last item (``status``: ``incomplete`` when cut)."""
         events: list[dict[str, Any]] = []
-        if self._pending and not self._calls:
+        has_text = any(item["type"] == "message" for item in self.items)
+        if self._pending and (has_text or not self._calls):
             events += self._content_text(self._pending)
         self._pending = ""
         return events + self._close(status)
