@@ -18,7 +18,7 @@ from _fake_server import gateway  # noqa: E402
 from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
 from chatfmt.backends.scripted import ScriptedBackend, ScriptedReply  # noqa: E402
 from chatfmt.errors import BackendConnectionError  # noqa: E402
-from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
+from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
 from chatfmt.gateway.response_store import ResponseStore, StoredResponse  # noqa: E402
 
 QWEN = chatfmt.get_template("qwen2.5")
@@ -502,3 +502,15 @@ def test_a_reasoning_item_alone_is_an_assistant_turn(server: Server) -> None:
     out = server.create({"input": ask}, model="qwen3")
     assert out["output"][0]["content"][0]["text"] == "Fine."
     assert "<|im_start|>assistant\n" in server.backend.prompts[-1].split("b<|im_end|>")[0]
+
+
+def test_the_store_size_and_ttl_are_limits() -> None:
+    backend = ScriptedBackend(["One.", "Two."])
+    limits = Limits(stored_responses=1, stored_response_ttl=60)
+    with gateway(create_app({"q": ModelEntry("q", backend, QWEN)}, limits=limits)) as base:
+        ids = [
+            httpx.post(base + "/v1/responses", json={"model": "q", "input": "Say it."}).json()["id"]
+            for _ in range(2)
+        ]
+        found = [httpx.get(f"{base}/v1/responses/{i}").status_code for i in ids]
+    assert found == [404, 200]  # one kept: the newest

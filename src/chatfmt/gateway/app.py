@@ -159,7 +159,10 @@ class Gateway:
         self.limits = limits or Limits()
         self.playground = playground
         #: The responses ``previous_response_id`` may name (``POST /v1/responses``).
-        self.response_store = response_store if response_store is not None else ResponseStore()
+        if response_store is None:
+            limits = self.limits
+            response_store = ResponseStore(limits.stored_responses, limits.stored_response_ttl)
+        self.response_store = response_store
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
 
     # ------------------------------------------------------------------ the application
@@ -420,7 +423,8 @@ def create_app(
     With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>``.
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
     endpoints it calls are served too; then ``models`` may be empty. ``response_store``
-    keeps the responses ``previous_response_id`` names (default: 1024 for an hour). The
+    keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
+    of them, each ``limits.stored_response_ttl`` seconds). The
     backends (and the playground's sandbox) are closed when the application shuts down.
     """
     return Gateway(models, api_key, limits, playground, response_store).app()
