@@ -268,7 +268,7 @@ def test_stored_responses_can_be_read_and_deleted_but_not_with_store_false(
     unstored = server.create({"input": "Say two.", "store": False})
     assert unstored["store"] is False
     missing = server.post({"previous_response_id": unstored["id"], "input": "And?"})
-    assert missing.status_code == 404
+    assert missing.status_code == 400
     error = missing.json()["error"]
     assert error["code"] == "previous_response_not_found"
     assert error["param"] == "previous_response_id"

@@ -290,8 +290,8 @@ class Gateway:
         if body.previous_response_id is not None:
             previous = self.response_store.get(body.previous_response_id)
             if previous is None:
-                raise APIError(
-                    404,
+                raise APIError(  # as OpenAI answers it: a 400 with this code
+                    400,
                     f"previous response {body.previous_response_id!r} not found (it was not "
                     "stored, was stored with store: false, or has expired)",
                     param="previous_response_id",
