@@ -608,6 +608,7 @@ def test_render_gives_prompt_ids_and_flags(engine: FakeCompletionsServer) -> Non
 # ---------------------------------------------------------------------- embedded
 @pytest.mark.slow
 def test_embedded_model_through_the_sdk() -> None:
+    """Chat completions (plain and streamed) and the Responses API over the embedded model."""
     pytest.importorskip("llama_cpp")
     from chatfmt.backends.llamacpp import LlamaCppBackend
 
@@ -627,11 +628,17 @@ def test_embedded_model_through_the_sdk() -> None:
             model="smol", messages=hi, max_tokens=8, stream=True, stream_options=options
         )
         chunks = list(stream)
+        response = c.responses.create(model="smol", input="Hi", max_output_tokens=8)
     assert isinstance(reply.choices[0].message.content, str)
     assert reply.choices[0].finish_reason in ("stop", "length")
     assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens <= 8
     assert chunks[-1].usage is not None
     assert chunks[-2].choices[0].finish_reason in ("stop", "length")
+    # the Responses API over the same model
+    assert response.status in ("completed", "incomplete") and response.output_text
+    if response.status == "incomplete":
+        assert response.incomplete_details.reason == "max_output_tokens"
+    assert response.usage.input_tokens > 0 and 0 < response.usage.output_tokens <= 8
 
 
 # ---------------------------------------------------------------------- chatfmt serve

@@ -1,7 +1,8 @@
 """The official clients of the Responses API, unchanged, against the gateway: the ``openai``
 SDK's ``client.responses.create`` / ``.stream`` / ``.parse`` (function tools, ``text.format``)
 and openai-agents with its default model class (``OpenAIResponsesModel``): a function tool
-round trip, plain and streamed. Then one cheap check with the embedded SmolLM2-135M."""
+round trip, plain and streamed. (The embedded SmolLM2-135M answers through the Responses
+API in ``test_openai_gateway.py``'s embedded-model test.)"""
 
 from __future__ import annotations
 
@@ -167,26 +168,3 @@ def test_openai_agents_default_model_runs_a_function_tool(
     # the second turn sent the call and its output back: rendered as the model wrote it
     assert backend.prompts[1].startswith(backend.prompts[0] + CALL + "<|im_end|>")
     assert "sunny in Paris" in backend.prompts[1]
-
-
-def test_embedded_model_answers_through_the_responses_api() -> None:
-    pytest.importorskip("llama_cpp")
-    from chatfmt.backends.llamacpp import LlamaCppBackend
-
-    try:
-        embedded = LlamaCppBackend()
-    except chatfmt.ChatFmtError as exc:
-        pytest.skip(str(exc))
-    entry = ModelEntry("smol", embedded, chatfmt.get_template(embedded.model_path))
-    with (
-        gateway(create_app({"smol": entry})) as base,
-        openai.OpenAI(base_url=base + "/v1", api_key="x", max_retries=0, timeout=120) as c,
-    ):
-        out = c.responses.create(
-            model="smol", input="Say hi.", max_output_tokens=4, extra_body={"seed": 1}
-        )
-    assert out.status in ("completed", "incomplete")
-    if out.status == "incomplete":
-        assert out.incomplete_details.reason == "max_output_tokens"
-    assert out.output[0].type == "message" and out.output_text
-    assert out.usage.input_tokens > 0 and 0 < out.usage.output_tokens <= 4
