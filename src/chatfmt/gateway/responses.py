@@ -15,6 +15,7 @@ import json
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
+from json.encoder import encode_basestring
 from typing import Any
 
 from ..errors import ChatFmtError
@@ -361,8 +362,27 @@ async def create(writer: ResponseWriter) -> dict[str, Any]:
 
 
 def _sse(event: dict[str, Any]) -> bytes:
-    data = json.dumps(event, ensure_ascii=False)
+    """One server-sent event: ``event: <type>`` and the event as JSON."""
+    data = _flat_json(event) or json.dumps(event, ensure_ascii=False)
     return f"event: {event['type']}\ndata: {data}\n\n".encode()
+
+
+def _flat_json(event: dict[str, Any]) -> str | None:
+    """``event`` as JSON when its values are strings, integers and empty lists (the delta
+    events, most of a stream), several times faster than :func:`json.dumps`; ``None``
+    otherwise. Keys are this module's own names: they need no escaping."""
+    parts = []
+    for key, value in event.items():
+        kind = type(value)
+        if kind is str:
+            parts.append(f'"{key}":{encode_basestring(value)}')
+        elif kind is int:
+            parts.append(f'"{key}":{value}')
+        elif kind is list and not value:
+            parts.append(f'"{key}":[]')
+        else:
+            return None
+    return "{" + ",".join(parts) + "}"
 
 
 async def events(writer: ResponseWriter) -> AsyncGenerator[bytes, None]:
