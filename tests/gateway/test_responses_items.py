@@ -5,6 +5,7 @@ for the same reply — which the chat pipeline renders back to what the model wr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -69,3 +70,19 @@ def test_reasoning_and_whitespace_read_back_are_the_chat_message(reply: str) -> 
         deltas = stream_deltas(chunks, template, tools=TOOLS)
         (got,) = reply_messages(items_of(deltas))
         assert got == chat_message(deltas)
+
+
+def test_events_are_written_as_the_json_they_are() -> None:
+    from chatfmt.gateway.responses import _sse
+
+    delta = 'a "quoted" line\n\ttab \\ back, é ✓ \x01'
+    event = {
+        "type": "response.output_text.delta",
+        "item_id": "msg_1",
+        "delta": delta,
+        "logprobs": [],
+    }
+    nested = {"type": "response.created", "response": {"output": [], "id": "resp_1"}}
+    for sent in (event, nested):
+        head, data = _sse(dict(sent)).decode().rstrip("\n").split("\n")
+        assert head == f"event: {sent['type']}" and json.loads(data[len("data: ") :]) == sent
