@@ -514,3 +514,25 @@ def test_the_store_size_and_ttl_are_limits() -> None:
         ]
         found = [httpx.get(f"{base}/v1/responses/{i}").status_code for i in ids]
     assert found == [404, 200]  # one kept: the newest
+
+
+def test_instructions_and_system_items_join_for_a_template_with_one_system_message() -> None:
+    body = {
+        "model": "m",
+        "instructions": "Be brief.",
+        "input": [
+            {"role": "developer", "content": "Use metric units."},
+            {"role": "user", "content": "Hi"},
+        ],
+    }
+    prompts = {}
+    for name in ("gpt-oss", "qwen2.5"):
+        backend = ScriptedBackend(["Hello."])
+        with gateway(
+            create_app({"m": ModelEntry("m", backend, chatfmt.get_template(name))})
+        ) as base:
+            answer = httpx.post(base + "/v1/responses", json=body, timeout=30)
+        assert answer.status_code == 200, answer.text
+        prompts[name] = backend.prompts[-1]
+    assert "Be brief.\n\nUse metric units." in prompts["gpt-oss"]  # one developer message
+    assert "Be brief.<|im_end|>\n<|im_start|>system\nUse metric units." in prompts["qwen2.5"]

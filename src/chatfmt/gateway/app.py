@@ -301,7 +301,14 @@ class Gateway:
         try:
             generation = self.generation(translated.chat)
         except APIError as exc:
-            raise responses.located(exc, translated.sources) from None
+            # ``instructions`` and system items: one system message, if the template wants it
+            joined = translated.one_system_message()
+            try:
+                if joined is None:
+                    raise
+                generation = self.generation(joined.chat)
+            except APIError:
+                raise responses.located(exc, translated.sources) from None
         writer = responses.ResponseWriter(
             body, translated, generation, self.response_store, previous
         )

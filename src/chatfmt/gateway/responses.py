@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -152,6 +152,21 @@ class Translated:
     turn: list[dict[str, Any]]
     #: Per message of ``chat``: the request field it came from (``input[2]``, …).
     sources: list[str]
+
+    def one_system_message(self) -> Translated | None:
+        """The same request with its leading system messages (``instructions``, then
+        ``system``/``developer`` items) joined into one, for a template that takes one
+        system message only (``None``: there are not several)."""
+        messages = list(self.chat.messages)
+        count = 0
+        while count < len(messages) and messages[count].get("role") in ("system", "developer"):
+            count += 1
+        texts = [messages[i].get("content") for i in range(count)]
+        if count < 2 or not all(isinstance(t, str) for t in texts):
+            return None
+        joined = {"role": "system", "content": "\n\n".join(texts)}
+        chat = replace(self.chat, messages=[joined, *messages[count:]])
+        return replace(self, chat=chat, sources=self.sources[:1] + self.sources[count:])
 
 
 def chat_request(
