@@ -4,7 +4,9 @@ event sequence, items sent back as input, ``previous_response_id`` and the store
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -536,3 +538,27 @@ def test_instructions_and_system_items_join_for_a_template_with_one_system_messa
         prompts[name] = backend.prompts[-1]
     assert "Be brief.\n\nUse metric units." in prompts["gpt-oss"]  # one developer message
     assert "Be brief.<|im_end|>\n<|im_start|>system\nUse metric units." in prompts["qwen2.5"]
+
+
+class StallingEngine(Backend):
+    """Writes a little, then nothing until its stream is closed (which it records)."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        try:
+            yield CompletionChunk("Thinking")
+            await asyncio.Event().wait()  # a model that takes its time
+        finally:
+            self.closed.set()
+
+
+def test_a_client_that_leaves_mid_stream_closes_the_backend_stream() -> None:
+    engine = StallingEngine()
+    with gateway(create_app({"m": ModelEntry("m", engine, QWEN)})) as base:
+        body = {"model": "m", "input": "Hi", "stream": True}
+        with httpx.stream("POST", base + "/v1/responses", json=body, timeout=30) as r:
+            assert next(r.iter_lines()) == "event: response.created"
+            assert not engine.closed.is_set()
+        assert engine.closed.wait(timeout=10)
