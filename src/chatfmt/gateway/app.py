@@ -431,7 +431,7 @@ def create_app(
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
     endpoints it calls are served too; then ``models`` may be empty. ``response_store``
     keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
-    of them, each ``limits.stored_response_ttl`` seconds). The
-    backends (and the playground's sandbox) are closed when the application shuts down.
+    of them, each ``limits.stored_response_ttl`` seconds). The backends (and the
+    playground's sandbox) are closed when the application shuts down.
     """
     return Gateway(models, api_key, limits, playground, response_store).app()
