@@ -114,11 +114,14 @@ def test_a_stream_cut_by_the_engine_is_a_backend_error(engine: FakeCompletionsSe
 def test_unknown_paths_share_one_label(engine: FakeCompletionsServer) -> None:
     entry = ModelEntry("qwen", OpenAICompletionsBackend(engine.base_url, model="m"), QWEN)
     with gateway(create_app({"qwen": entry})) as base:
-        for path in ("/nothing", "/nothing/else", "/v1/models"):
+        for path in ("/nothing", "/nothing/else", "/v1/models", "/v1/responses/resp_none"):
             httpx.get(base + path)
         found = samples(httpx.get(base + "/metrics").text)
     assert value(found, "chatfmt_requests_total", endpoint="other", status="404") == 2
     assert value(found, "chatfmt_requests_total", endpoint="/v1/models", status="200") == 1
+    # a route with a parameter is named by its path pattern
+    stored = "/v1/responses/{response_id}"
+    assert value(found, "chatfmt_requests_total", endpoint=stored, status="404") == 1
 
 
 @pytest.mark.slow

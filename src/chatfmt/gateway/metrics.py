@@ -29,6 +29,7 @@ from prometheus_client import (
     generate_latest,
 )
 from starlette.applications import Starlette
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Latency buckets (seconds): a gateway adds milliseconds, an engine's answer takes seconds.
@@ -166,22 +167,32 @@ class RawSendApp(Starlette):
 
 
 class MetricsMiddleware:
-    """The outermost layer: counts each HTTP request by endpoint and status, times it, and
-    tracks requests in flight; ``endpoints`` are the paths reported by name (others as
-    ``other``)."""
+    """Counts each HTTP request by endpoint and status, times it, and tracks requests in
+    flight. The endpoint is the route's path (``/v1/responses/{response_id}``) for the
+    ``routes`` given, else ``other``."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, endpoints: Iterable[str]) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, routes: Iterable[Route]) -> None:
         self.app = app
         self.metrics = metrics
-        self.endpoints = frozenset(endpoints)
+        routes = list(routes)
+        self.endpoints = frozenset(r.path for r in routes if "{" not in r.path)
+        self._patterns = [(r.path_regex, r.path) for r in routes if "{" in r.path]
+
+    def endpoint(self, path: str) -> str:
+        """The endpoint label of a request path."""
+        if path in self.endpoints:
+            return path
+        for regex, name in self._patterns:
+            if regex.match(path):
+                return name
+        return OTHER
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         metrics = self.metrics
-        path = scope["path"]
-        endpoint = path if path in self.endpoints else OTHER
+        endpoint = self.endpoint(scope["path"])
         start = time.perf_counter()
         token = current.set(RequestTiming(metrics, endpoint, start))
         status = 500  # an application that fails before answering: the server answers 500
