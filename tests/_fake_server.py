@@ -36,6 +36,7 @@ class FakeCompletionsServer:
         self.port = 0
         self.owned_by: str | None = None
         self.root_json: dict[str, Any] = {}
+        self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
 
     @property
     def base_url(self) -> str:
@@ -74,7 +75,12 @@ class FakeCompletionsServer:
         if self.mode == "garbage" and not body.get("stream"):
             return web.Response(text="<html>not json</html>", content_type="text/html")
         text, finish, word = self._next_text(body)
-        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}  # chars
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(body["prompt"]),  # characters stand in for tokens
+            "completion_tokens": len(text),
+        }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if not body.get("stream"):
             choice = {"index": 0, "text": text, "finish_reason": finish}
             return web.json_response(

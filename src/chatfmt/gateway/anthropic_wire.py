@@ -45,6 +45,8 @@ class BlockWriter:
         self.space = ""  # whitespace held back before a text block opens
         self.content: list[dict[str, Any]] = []
         self._call: dict[str, Any] = {}
+        #: Whether the reply was cut by ``max_tokens`` (then a call cut short has ``input: {}``).
+        self.cut = False
 
     def _open(self, kind: str, block: dict[str, Any]) -> list[Event]:
         events = self.close()
@@ -117,7 +119,7 @@ class BlockWriter:
         elif self.kind == "text":
             block = {"type": "text", "text": text}
         else:
-            block = {**self._call, "input": _input(text, self._call)}
+            block = {**self._call, "input": _input(text, self._call, self.cut)}
         if self.keep:
             self.content.append(block)
         events.append(("content_block_stop", {"type": "content_block_stop", "index": self.index}))
@@ -125,12 +127,13 @@ class BlockWriter:
         return events
 
 
-def _input(arguments: str, call: dict[str, Any]) -> dict[str, Any]:
-    """A tool call's ``input`` object (an :class:`APIError` if the model wrote none)."""
+def _input(arguments: str, call: dict[str, Any], cut: bool = False) -> dict[str, Any]:
+    """A tool call's ``input`` object: ``{}`` for a call cut short by ``max_tokens``
+    (``cut``), else an :class:`APIError` if the model wrote no JSON object."""
     try:
         value = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
-        value = None
+        value = {} if cut else None
     if not isinstance(value, dict):
         raise APIError(
             500,
@@ -205,6 +208,7 @@ async def complete(
     writer = BlockWriter(signer, generation.max_calls, keep=True)
     for delta in deltas:
         writer.feed(delta)
+    writer.cut = generation.turn.truncated
     writer.close()
     message = _message(
         generation.prepared.entry.name, writer.content, await _usage(generation, None)
@@ -247,6 +251,7 @@ async def events(
         if invalid is not None:
             yield sse("error", error_body(invalid))
             return
+        writer.cut = generation.turn.truncated
         for name, data in writer.close():
             yield sse(name, data)
         reason, sequence = stop_reason(generation, stops)
