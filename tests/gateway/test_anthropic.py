@@ -47,6 +47,8 @@ WEATHER_FUNCTION = {
     },
 }
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 THOUGHT = "<think>\nThe user wants the weather.\n</think>\n\n"
 
@@ -446,6 +448,15 @@ def test_api_key_by_header_and_anthropic_error_shape(url: str, fake: Any) -> Non
             ],
             {},
             "messages[0].content[0]: tool_use blocks belong in assistant messages",
+        ),
+        (
+            [
+                *ASK,
+                {"role": "assistant", "content": [{**USE, "id": "toolu_1"}]},
+                {"role": "user", "content": [{**RESULT, "tool_use_id": "toolu_2"}]},
+            ],
+            {"tools": [WEATHER]},
+            "messages[2].content[0].tool_use_id: tool_call_id 'toolu_2' matches no earlier",
         ),
         (
             ASK,

@@ -89,6 +89,9 @@ _RENAMES = (
     (re.compile(r"tools\[(\d+)\]\.function\.name"), r"tools[\1].name"),
     (re.compile(r"tools\[(\d+)\]\.function"), r"tools[\1]"),
     (re.compile(r"response_format\.json_schema\.schema"), "output_config.format.schema"),
+    # a tool message's fields, where it came from a tool_result block
+    (re.compile(r"(content\[\d+\])\.tool_call_id"), r"\1.tool_use_id"),
+    (re.compile(r"(content\[\d+\])\.(role|content)\b"), r"\1"),
 )
 _MESSAGE_AT = re.compile(r"messages\[(\d+)\]")
 
