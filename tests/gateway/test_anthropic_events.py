@@ -192,3 +192,18 @@ def test_embedded_model_answers_tool_choice_any_with_a_valid_call() -> None:
     for call in calls:
         jsonschema.validate(call.input, WEATHER["input_schema"])
     assert counted.input_tokens > 0 and reply.usage.input_tokens > counted.input_tokens
+
+
+def test_text_deltas_are_written_as_every_other_event() -> None:
+    from chatfmt.gateway.anthropic_wire import sse
+
+    engine = ScriptedBackend([ScriptedReply('Sunny, "24 °C" — and dry.<|im_end|>', chunk_size=3)])
+    app = create_app({"qwen3": ModelEntry("qwen3", engine, QWEN3, tokenizer=TOKENIZER)})
+    body = {"model": "qwen3", "max_tokens": 64, "messages": ASK, "stream": True}
+    with TestClient(app) as http:
+        raw = http.post("/v1/messages", json=body).content
+    written = [part + b"\n\n" for part in raw.split(b"\n\n") if part]
+    assert sum(b'"text_delta"' in event for event in written) > 1
+    for event in written:  # the text deltas' own path writes the same bytes as sse()
+        name, data = event.decode().split("\n", 1)
+        assert event == sse(name[len("event: ") :], json.loads(data[len("data: ") :]))

@@ -217,6 +217,14 @@ async def complete(
     return message
 
 
+_dumps = json.dumps
+#: A ``text_delta`` event of block ``%d``, up to the text's JSON (as :func:`sse` writes it).
+_TEXT_DELTA = (
+    b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": %d, '
+    b'"delta": {"type": "text_delta", "text": '
+)
+
+
 def sse(name: str, data: dict[str, Any]) -> bytes:
     """One server-sent event as Anthropic writes them: ``event:`` and ``data:``."""
     return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
@@ -240,11 +248,18 @@ async def events(
     }
     start = _message(generation.prepared.entry.name, [], start_usage)
     feed = writer.feed
+    head, head_at = b"", -1  # the open text block's delta event, up to its text
     try:
         yield sse("message_start", {"type": "message_start", "message": start})
         yield sse("ping", {"type": "ping"})
-        async for batch in generation.batches():
+        async for batch in generation.batches():  # per delta, inlined: the hot loop
             for delta in batch:
+                if type(delta) is ContentDelta and writer.kind == "text":
+                    # text into the open block (not kept: the writer keeps nothing here)
+                    if head_at != writer.index:
+                        head, head_at = _TEXT_DELTA % writer.index, writer.index
+                    yield head + _dumps(delta.text, ensure_ascii=False).encode() + b"}}\n\n"
+                    continue
                 for name, data in feed(delta):
                     yield sse(name, data)
         invalid = generation.problem()
