@@ -297,6 +297,22 @@ def test_a_call_cut_by_max_tokens_is_returned_with_an_empty_input(client: Any, f
     assert [(b.type, b.name, b.input) for b in reply.content] == [("tool_use", "get_weather", {})]
 
 
+def test_output_format_is_checked(client: Any, fake: Any) -> None:
+    schema = {"type": "object", "properties": {"sunny": {"type": "boolean"}}, "required": ["sunny"]}
+    output = {"format": {"type": "json_schema", "schema": schema}}
+    fake.replies += ['{"sunny": true}<|im_end|>', "It is sunny.<|im_end|>"]
+    reply = client.messages.create(model="qwen", max_tokens=32, messages=ASK, output_config=output)
+    assert json.loads(reply.content[0].text) == {"sunny": True}
+    with pytest.raises(anthropic.InternalServerError) as err:
+        client.messages.create(model="qwen", max_tokens=32, messages=ASK, output_config=output)
+    assert "It is sunny." in err.value.body["error"]["message"]
+    with pytest.raises(anthropic.BadRequestError) as no_tools:
+        client.messages.create(
+            model="qwen", max_tokens=8, messages=ASK, tool_choice={"type": "any"}
+        )
+    assert "tool_choice any needs tools" in no_tools.value.body["error"]["message"]
+
+
 # ---------------------------------------------------------------------- thinking
 @pytest.mark.parametrize("stream", [False, True])
 def test_thinking_blocks_are_signed_and_accepted_back(client: Any, fake: Any, stream: bool) -> None:

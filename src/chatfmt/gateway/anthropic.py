@@ -89,6 +89,7 @@ _RENAMES = (
     (re.compile(r"tools\[(\d+)\]\.function\.name"), r"tools[\1].name"),
     (re.compile(r"tools\[(\d+)\]\.function"), r"tools[\1]"),
     (re.compile(r"response_format\.json_schema\.schema"), "output_config.format.schema"),
+    (re.compile(r"tool_choice 'required'"), "tool_choice any"),
     # a tool message's fields, where it came from a tool_result block
     (re.compile(r"(content\[\d+\])\.tool_call_id"), r"\1.tool_use_id"),
     (re.compile(r"(content\[\d+\])\.(role|content)\b"), r"\1"),
