@@ -172,6 +172,43 @@ def sse_events(lines: Iterator[str]) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def test_a_request_shaped_as_claude_code_sends_it(url: str, fake: Any) -> None:
+    fake.replies.append("Done.<|im_end|>")
+    cached = {"type": "ephemeral"}
+    body = {
+        "model": "qwen",
+        "max_tokens": 32,
+        "system": [
+            {"type": "text", "text": "You are a coding agent.", "cache_control": cached},
+            {"type": "text", "text": "Be brief."},
+        ],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "<system-reminder>cwd: /tmp</system-reminder>"},
+                    {"type": "text", "text": "List the files.", "cache_control": cached},
+                ],
+            }
+        ],
+        "tools": [{**WEATHER, "type": "custom", "cache_control": cached}],
+        "metadata": {"user_id": "someone"},
+        "stream": True,
+    }
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01", "anthropic-beta": "x-2025"}
+    with httpx.stream("POST", url + "/v1/messages?beta=true", json=body, headers=headers) as reply:
+        events = sse_events(reply.iter_lines())
+    assert events[-1][0] == "message_stop"
+    chat = [
+        {"role": "system", "content": "You are a coding agent.\n\nBe brief."},
+        {
+            "role": "user",
+            "content": "<system-reminder>cwd: /tmp</system-reminder>\n\nList the files.",
+        },
+    ]
+    assert fake.requests[0]["prompt"] == chatfmt.render(chat, QWEN, tools=[WEATHER_FUNCTION])
+
+
 # ---------------------------------------------------------------------- stops
 def test_stop_sequence_is_named(client: Any, fake: Any) -> None:
     fake.replies += ["one two END three<|im_end|>", "one two three four five six"]
