@@ -112,15 +112,18 @@ class BlockWriter:
             return []
         events: list[Event] = []
         text = "".join(self.parts)
+        block: dict[str, Any] | None = None
         if self.kind == "thinking":
             signature = self.signer.sign(text)
             events.append(self._delta({"type": "signature_delta", "signature": signature}))
-            block: dict[str, Any] = {"type": "thinking", "thinking": text, "signature": signature}
+            block = {"type": "thinking", "thinking": text, "signature": signature}
+        elif not self.keep:  # streamed: the events were all there is to it
+            pass
         elif self.kind == "text":
             block = {"type": "text", "text": text}
         else:
             block = {**self._call, "input": _input(text, self._call, self.cut)}
-        if self.keep:
+        if self.keep and block is not None:
             self.content.append(block)
         events.append(("content_block_stop", {"type": "content_block_stop", "index": self.index}))
         self.kind = None
