@@ -207,3 +207,25 @@ def test_text_deltas_are_written_as_every_other_event() -> None:
     for event in written:  # the text deltas' own path writes the same bytes as sse()
         name, data = event.decode().split("\n", 1)
         assert event == sse(name[len("event: ") :], json.loads(data[len("data: ") :]))
+
+
+def test_sdk_parse_gets_its_model_from_a_constrained_reply() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Weather(pydantic.BaseModel):
+        city: str
+        sunny: bool
+
+    engine = ScriptedBackend(['{"city": "Paris", "sunny": true}<|im_end|>'])
+    app = create_app({"qwen": ModelEntry("qwen", engine, chatfmt.get_template("qwen2.5"))})
+    with TestClient(app) as http:
+        client = anthropic.Anthropic(
+            base_url="http://testserver", api_key="x", http_client=http, max_retries=0
+        )
+        if not hasattr(client.messages, "parse"):
+            pytest.skip("this anthropic SDK has no messages.parse")
+        reply = client.messages.parse(
+            model="qwen", max_tokens=64, messages=ASK, output_format=Weather
+        )
+    assert reply.parsed_output == Weather(city="Paris", sunny=True)
+    assert engine.requests[0].constraint is not None  # the engine is told the schema
