@@ -51,8 +51,8 @@ Handler = Callable[[Request], Awaitable[Response]]
 #: An error's JSON body in one API's shape.
 ErrorShape = Callable[[APIError], dict[str, Any]]
 
-#: Where errors have Anthropic's shape.
-_ANTHROPIC_PATHS = "/v1/messages"
+#: The paths under which errors have Anthropic's shape.
+_ANTHROPIC_PREFIX = "/v1/messages"
 
 
 class EventStream(StreamingResponse):
@@ -111,7 +111,7 @@ def error_response(error: APIError, shape: ErrorShape = APIError.body) -> JSONRe
 
 def _shape_for(request: Request) -> ErrorShape:
     """The error shape of the API ``request`` was sent to."""
-    if request.url.path.startswith(_ANTHROPIC_PATHS):
+    if request.url.path.startswith(_ANTHROPIC_PREFIX):
         return anthropic.error_body
     return APIError.body
 
