@@ -512,6 +512,23 @@ def test_api_key_by_header_and_anthropic_error_shape(url: str, fake: Any) -> Non
             "messages[2].content[0].tool_use_id: tool_call_id 'toolu_2' matches no earlier",
         ),
         (
+            [*ASK, {"role": "assistant", "content": [{**USE, "input": 3}]}, ASK[0]],
+            {},
+            "messages[1].content[0].input: Input should be",
+        ),
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text"}]}
+                    ],
+                }
+            ],
+            {},
+            "messages[0].content[0].content[0].text: Field required",
+        ),
+        (
             ASK,
             {"tools": [WEATHER], "tool_choice": {"type": "tool", "name": "nope"}},
             "tool_choice names 'nope', which is not in tools",
