@@ -190,7 +190,7 @@ def serve_cmd(
         ),
     ] = False,
 ) -> None:
-    """Serve an OpenAI-compatible chat API (/v1/chat/completions) and Anthropic's Messages
+    """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses) and Anthropic's Messages
     API (/v1/messages) over a completions backend, and the playground page at /."""
     try:
         import uvicorn

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import anthropic, anthropic_wire, openai_chat
+from . import anthropic, anthropic_wire, openai_chat, responses
 from .anthropic_schema import CountTokensBody, MessagesBody
 from .anthropic_schema import parse_body as parse_anthropic_body
 from .anthropic_schema import unsupported as anthropic_unsupported
@@ -42,6 +42,8 @@ from .playground import (
 )
 from .playground import render as playground_render
 from .request import ChatRequest
+from .response_store import ResponseStore
+from .responses_schema import ResponsesBody, body_field
 from .schema import ChatBody, RenderBody, parse_body, unsupported
 from .signature import ThinkingSigner
 
@@ -166,6 +168,7 @@ class Gateway:
         api_key: str | None = None,
         limits: Limits | None = None,
         playground: Playground | None = None,
+        response_store: ResponseStore | None = None,
         thinking_secret: str | None = None,
     ) -> None:
         if not models and playground is None:
@@ -176,6 +179,11 @@ class Gateway:
         self.models = dict(models)
         self.limits = limits or Limits()
         self.playground = playground
+        #: The responses ``previous_response_id`` may name (``POST /v1/responses``).
+        if response_store is None:
+            limits = self.limits
+            response_store = ResponseStore(limits.stored_responses, limits.stored_response_ttl)
+        self.response_store = response_store
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
         #: Signs the thinking blocks of /v1/messages replies and checks those sent back.
         self.signer = ThinkingSigner(thinking_secret)
@@ -195,6 +203,9 @@ class Gateway:
         guarded = self.guarded
         routes = [
             Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
+            Route("/v1/responses", guarded(self.create_response), methods=["POST"]),
+            Route("/v1/responses/{response_id}", guarded(self.stored_response), methods=["GET"]),
+            Route("/v1/responses/{response_id}", guarded(self.delete_response), methods=["DELETE"]),
             Route("/v1/messages", guarded(self.messages, anthropic.error_body), methods=["POST"]),
             Route(
                 "/v1/messages/count_tokens",
@@ -302,6 +313,66 @@ class Gateway:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         await generation.start()
         return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
+
+    async def create_response(self, request: Request) -> Response:
+        """``POST /v1/responses``: the body as a chat request, then the same pipeline."""
+        body = parse_body(ResponsesBody, await self.read_body(request), body_field)
+        entry = self.entry_for(body.model)
+        refused = responses.refused(body)
+        if refused is not None:
+            raise refused
+        previous = None
+        if body.previous_response_id is not None:
+            previous = self.response_store.get(body.previous_response_id)
+            if previous is None:
+                raise APIError(  # as OpenAI answers it: a 400 with this code
+                    400,
+                    f"previous response {body.previous_response_id!r} not found (it was not "
+                    "stored, was stored with store: false, or has expired)",
+                    param="previous_response_id",
+                    code="previous_response_not_found",
+                )
+        translated = responses.chat_request(body, entry.template, previous)
+        try:
+            generation = self.generation(translated.chat)
+        except APIError as exc:
+            # ``instructions`` and system items: one system message, if the template wants it
+            joined = translated.one_system_message()
+            try:
+                if joined is None:
+                    raise
+                generation = self.generation(joined.chat)
+            except APIError:
+                raise responses.located(exc, translated.sources) from None
+        writer = responses.ResponseWriter(
+            body, translated, generation, self.response_store, previous
+        )
+        if not body.stream:
+            return JSONResponse(await responses.create(writer))
+        await generation.start()
+        return EventStream(responses.events(writer), generation.aclose)
+
+    async def stored_response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: a stored response object."""
+        return JSONResponse(self._stored(request.path_params["response_id"]).resource)
+
+    async def delete_response(self, request: Request) -> Response:
+        """``DELETE /v1/responses/{id}``: forget a stored response."""
+        response_id = request.path_params["response_id"]
+        self._stored(response_id)
+        self.response_store.delete(response_id)
+        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+    def _stored(self, response_id: str) -> Any:
+        stored = self.response_store.get(response_id)
+        if stored is None:
+            raise APIError(
+                404,
+                f"response {response_id!r} not found (not stored, or expired)",
+                param="response_id",
+                code="not_found",
+            )
+        return stored
 
     async def messages(self, request: Request) -> Response:
         """``POST /v1/messages`` (Anthropic): the body as the internal request → the
@@ -414,16 +485,22 @@ def create_app(
     api_key: str | None = None,
     limits: Limits | None = None,
     playground: Playground | None = None,
+    response_store: ResponseStore | None = None,
     thinking_secret: str | None = None,
 ) -> Starlette:
-    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`), and
-    Anthropic's Messages API (``/v1/messages``).
+    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`):
+    ``/v1/chat/completions`` and ``/v1/responses``; and Anthropic's Messages API
+    (``/v1/messages``).
 
     With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>`` (or
     ``x-api-key: <api_key>``). ``thinking_secret`` keys the signatures of Anthropic
     thinking blocks (random per process when ``None``; see :mod:`.signature`).
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
-    endpoints it calls are served too; then ``models`` may be empty. The backends (and the
+    endpoints it calls are served too; then ``models`` may be empty. ``response_store``
+    keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
+    of them, each ``limits.stored_response_ttl`` seconds). The backends (and the
     playground's sandbox) are closed when the application shuts down.
     """
-    return Gateway(models, api_key, limits, playground, thinking_secret).app()
+    return Gateway(
+        models, api_key, limits, playground, response_store, thinking_secret=thinking_secret
+    ).app()
