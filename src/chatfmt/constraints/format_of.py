@@ -100,17 +100,23 @@ def _jinja_sources(template: Any) -> list[Any]:
 
 
 def _call_turn(template: Any, options: Mapping[str, Any]) -> str | None:
+    from ..gateway.tool_choice import _PROBE_CALL, _PROBE_TOOL
     from ..parsing.derived_probe import _TURNS, _USER, PROBE_TOOLS, _shared_head
 
-    try:
-        prompt = template.render(_USER, add_generation_prompt=True, tools=PROBE_TOOLS, **options)
-        full = template.render(
-            [*_USER, _TURNS["one"]], add_generation_prompt=False, tools=PROBE_TOOLS, **options
-        )
-    except ChatFmtError:
-        return None
-    text: str = full[_shared_head(prompt, full) :]
-    return text
+    # the derived-parser probe's call, else one whose every parameter has a description
+    # (Command R's template refuses parameters without one)
+    call_turn = {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]}
+    for tools, turn in ((PROBE_TOOLS, _TURNS["one"]), ([_PROBE_TOOL], call_turn)):
+        try:
+            prompt = template.render(_USER, add_generation_prompt=True, tools=tools, **options)
+            full = template.render(
+                [*_USER, turn], add_generation_prompt=False, tools=tools, **options
+            )
+        except ChatFmtError:
+            continue
+        text: str = full[_shared_head(prompt, full) :]
+        return text
+    return None
 
 
 def _in_order(text: str, markers: tuple[str, ...]) -> bool:
