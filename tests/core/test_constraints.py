@@ -428,7 +428,23 @@ def test_check_reply_reports_a_call_the_parser_flagged() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["hermes3", "llama3.1", "kimi-k2", "qwen3-coder", "glm4.5"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "hermes3",
+        "llama3.1",
+        "kimi-k2",
+        "qwen3-coder",
+        "glm4.5",
+        "gpt-oss",
+        "deepseek-v4",
+        "kimi-k3",
+        "gemma4",
+        "minimax-m3",
+        "command-r",
+        "qwen3",
+    ],
+)
 def test_xgrammar_reads_the_ebnf_and_the_structural_tag(name: str) -> None:
     xgr = pytest.importorskip("xgrammar")  # vLLM's and SGLang's grammar engine (imports torch)
     from xgrammar.testing import _is_grammar_accept_string

@@ -4,9 +4,11 @@ A call reads ``head NAME mid ARGS tail``; calls sit in a block ``block_begin cal
 block_end``. The grammar rules are built so that a continuation can start after any prefill
 chatfmt writes: after the opening (``block_begin head``: ``required``) or after the name and
 what closes it (``named``). Whitespace between markers is free (up to 4 characters), so the
-template's own rendering and small variations are accepted. Argument values: JSON via
-llama.cpp's JSON-schema converter; XML-style parameters and pythonic keyword arguments are
-typed per property (strings raw where the format writes them raw, up to the closing marker).
+template's own rendering and small variations are accepted; inside JSON, the whitespace of
+pretty-printed JSON (``jws``). Argument values: JSON via llama.cpp's JSON-schema converter;
+XML-style parameters, bare keys and pythonic keyword arguments are typed per property (strings
+raw where the format writes them raw, up to the closing marker), in any order (up to
+:data:`ANY_ORDER_LIMIT` properties).
 """
 
 from __future__ import annotations
@@ -339,6 +341,10 @@ class CallGrammar:
             return '""'
         if len(items) > ANY_ORDER_LIMIT:
             return self._in_order(items, sep, prefix)
+        # each item once as a rule of its own; the subset rules name it
+        for i, (expr, _) in enumerate(items):
+            self.rules.append(f"{prefix}-item-{i} ::= {expr}")
+        items = [(f"{prefix}-item-{i}", req) for i, (_, req) in enumerate(items)]
         everything = (1 << len(items)) - 1
         needed = sum(1 << i for i, (_, req) in enumerate(items) if req)
         todo = [0]

@@ -22,8 +22,9 @@ from .structural_tag import structural_tag
 class Constraint:
     """What to constrain a completion with (see ``docs/constraints.md``).
 
-    ``gbnf == ""`` means no grammar: the format is not described as data (Harmony, DSML,
-    MiniMax-M2, …), so the constraint is the prefill alone and the reply is validated after.
+    ``gbnf == ""`` means no grammar: the template's tool format is not described as data (a
+    template paired with none), so the constraint is the prefill alone and the reply is
+    validated after.
     """
 
     #: Text the prompt is extended with after the generation prompt (``required``: the call

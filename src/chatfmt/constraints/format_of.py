@@ -6,7 +6,8 @@ format's description; a template with a family parser takes the form its family 
 several forms, the one whose markers the template's own rendered call shows, in order); a
 Jinja template chatfmt does not know takes the format :func:`~chatfmt.parsing.derive_parser`
 finds in it, and a packaged template whose parser declares none takes the format derived from
-its official Jinja. ``None`` when there is no description (Harmony, DSML, MiniMax-M2, …).
+its official Jinja. ``None`` when there is no description (every built-in template with a
+tool parser has one; a Jinja template the probe cannot read may not).
 """
 
 from __future__ import annotations
