@@ -215,21 +215,21 @@ def _compile(
     ebnf_root: str | None = None
     if choice == "auto":
         tag = structural_tag(fmt, tools, parts, trigger, at_least_one=False, parallel=parallel)
+        if schema is None and trigger is None:
+            return None  # nothing to trigger on: calls cannot be constrained lazily
+        if trigger is not None:
+            rules += until_rules("free", trigger)  # text up to a call (unused rules are pruned)
         if schema is not None:  # either calls or the JSON answer, from the first token
             root = seq(reasoning, f"( {block} | {json_rule} )")
-        elif trigger is None:  # nothing to trigger on: calls cannot be constrained lazily
-            return None
         elif thinking is not None and thinking[2]:
             # the prompt opened the reasoning block: trigger at its end, not on a call marker
             # the model writes while it thinks
             lazy = thinking[1]
-            rules += until_rules("free", trigger)
             root = seq(lit(lazy), "free", f"( {block} )?")
             ebnf_root = seq(reasoning, "free", f"( {block} )?")
         elif thinking is not None:
             # the model may open a reasoning block itself: a lazy trigger could fire inside
             # it, so the grammar reads the block, then free text, from the first token
-            rules += until_rules("free", trigger)
             root = seq(reasoning, "free", f"( {block} )?")
         else:
             root, lazy = block, trigger
@@ -255,15 +255,7 @@ def _compile(
         else:
             root = seq(lead, shape.block_begin, f"call-{tool.index}", shape.block_end)
     gbnf = _finish(rules, schemas, root)
-    if ebnf_root and lazy:
-        free = (
-            []
-            if "free" in {r.split(" ::= ")[0] for r in rules}
-            else until_rules("free", trigger or lazy)
-        )
-        ebnf = _finish([*rules, *free], schemas, ebnf_root)
-    else:
-        ebnf = gbnf
+    ebnf = _finish(rules, schemas, ebnf_root) if ebnf_root else gbnf
     return Constraint(prefill, gbnf, lazy, schema, tag, ebnf)
 
 
