@@ -11,8 +11,8 @@ from typing import Any
 
 from ..errors import ChatFmtError, ValidationError
 from .calls import CallGrammar, Tool
-from .format_of import reasoning_state, tool_call_format
-from .gbnf import JWS_RULE, WS_RULE, SchemaRules, check_gbnf, lit, prune, seq, until_rules
+from .format_of import reasoning_state, tool_call_format, writes_indented_json
+from .gbnf import WS_RULE, SchemaRules, check_gbnf, jws_rule, lit, prune, seq, until_rules
 from .memo import per_template
 from .schemas import offered_tools, response_schema
 from .structural_tag import structural_tag
@@ -152,8 +152,9 @@ def _compile(
         )
     fmt = tool_call_format(template, options) if tools else None
     thinking = reasoning_state(template, options, fmt)
-    schemas = SchemaRules() if (fmt is not None or schema is not None) else None
-    rules = [WS_RULE, JWS_RULE, "call-id ::= [A-Za-z0-9_-]{1,40}"]
+    pretty = fmt is not None and writes_indented_json(template, options)
+    schemas = SchemaRules(pretty=pretty) if (fmt is not None or schema is not None) else None
+    rules = [WS_RULE, jws_rule(pretty), "call-id ::= [A-Za-z0-9_-]{1,40}"]
     reasoning = ""
     if thinking is not None:
         opener, closer, inside = thinking

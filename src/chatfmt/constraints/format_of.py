@@ -120,6 +120,27 @@ def _call_turn(template: Any, options: Mapping[str, Any]) -> str | None:
     return None
 
 
+#: Per template object: options key → whether its calls' JSON is indented.
+_INDENTED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def writes_indented_json(template: Any, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``template`` writes a call's JSON pretty-printed (a line break and an indent
+    inside it, as Command R's ``json.dumps(indent=4)``)."""
+    import json
+    import re
+
+    opts = dict(options or {})
+    key = json.dumps(opts, sort_keys=True, default=repr)
+
+    def find() -> bool:
+        turn = _call_turn(template, opts)
+        return turn is not None and re.search(r'[\[{,]\n[ \t]+["{[]', turn) is not None
+
+    found: bool = per_template(_INDENTED, template, key, find)
+    return found
+
+
 def _in_order(text: str, markers: tuple[str, ...]) -> bool:
     pos = 0
     for marker in markers:

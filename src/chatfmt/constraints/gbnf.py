@@ -17,11 +17,17 @@ from ..errors import ChatFmtError, ValidationError
 
 #: Whitespace between markers (bounded: a constrained small model pads with blank lines).
 WS_RULE = "ws ::= [ \\t\\n]{0,4}"
-#: Whitespace inside JSON: none, a space, or a line break and an indent, so the arguments may
-#: be pretty-printed as templates write them (``json.dumps(indent=4)``). llama.cpp's own
-#: converter bounds it the same way; llama-cpp-python's allows one space only.
+#: Whitespace inside pretty-printed JSON: none, a space, or a line break and an indent, for a
+#: template that writes its calls' JSON indented (``json.dumps(indent=4)``: Command R).
+#: llama.cpp's own converter bounds it the same way; llama-cpp-python's allows one space only,
+#: which is kept for every other template (a small model pads JSON with blank lines when it
+#: may).
 JSON_SPACE = '( " " | "\\n"{1,2} [ \\t]{0,20} )?'
-JWS_RULE = f"jws ::= {JSON_SPACE}"
+
+
+def jws_rule(pretty: bool) -> str:
+    """The ``jws`` rule: whitespace between the parts of a JSON call object."""
+    return f"jws ::= {JSON_SPACE}" if pretty else "jws ::= [ \\t\\n]{0,4}"
 
 
 def lit(text: str) -> str:
@@ -103,9 +109,10 @@ def until_rules(name: str, stop: str) -> list[str]:
 
 class SchemaRules:
     """llama.cpp's JSON-schema converter, shared by the schemas of one grammar (common rules
-    such as ``string`` are written once)."""
+    such as ``string`` are written once); ``pretty``: JSON may be indented (:data:`JSON_SPACE`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pretty: bool = False) -> None:
+        self._pretty = pretty
         try:
             from llama_cpp.llama_grammar import SchemaConverter
         except ImportError:  # pragma: no cover - depends on the install
@@ -133,7 +140,8 @@ class SchemaRules:
     def rules(self) -> str:
         """The rules added so far, as GBNF."""
         text: str = self._conv.format_grammar()
-        text = _SPACE.sub(lambda _: f"space ::= {JSON_SPACE}", text)
+        if self._pretty:
+            text = _SPACE.sub(lambda _: f"space ::= {JSON_SPACE}", text)
         return _OPTIONAL_CHAIN.sub(_as_repetition, text)
 
 
