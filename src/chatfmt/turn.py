@@ -115,11 +115,12 @@ class ParsedTurn:
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``
-    the backend's usage, ``truncated`` whether it stopped at its token limit and ``error``
-    the failure that ended the stream, if one did. ``await open()`` first to send the
-    request and wait for the backend's first chunk (its failures are raised there); set
-    ``kept`` to a list to collect every delta. The backend stream is closed when the
-    iteration ends, early or not (or by :meth:`aclose`).
+    the backend's usage, ``truncated`` whether it stopped at its token limit, ``stop_word``
+    the stop sequence it stopped at (when the backend says) and ``error`` the failure that
+    ended the stream, if one did. ``await open()`` first to send the request and wait for
+    the backend's first chunk (its failures are raised there); set ``kept`` to a list to
+    collect every delta. The backend stream is closed when the iteration ends, early or
+    not (or by :meth:`aclose`).
     """
 
     def __init__(
@@ -137,6 +138,7 @@ class ParsedTurn:
         self.raw: list[str] = []
         self.usage: Usage | None = None
         self.truncated = False
+        self.stop_word: str | None = None
         self.error: BaseException | None = None
         #: Every delta so far, when set to a list (else ``None``: not kept).
         self.kept: list[Delta] | None = None
@@ -181,6 +183,8 @@ class ParsedTurn:
         self.raw.append(chunk.text)
         if chunk.usage is not None:
             self.usage = chunk.usage
+        if chunk.stop is not None:
+            self.stop_word = chunk.stop
         if chunk.finish_reason == "length":
             self.truncated = True
         batch = self.parser.feed(chunk.text)
