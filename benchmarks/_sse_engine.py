@@ -1,7 +1,8 @@
 """A fake completions engine for the benchmarks: SSE streams on 127.0.0.1, run in its own process.
 
-``python benchmarks/_sse_engine.py PORT TOKENS [INTERVAL_MS]`` serves ``/v1/models`` and a
-streaming ``/v1/completions`` that sends TOKENS text events, INTERVAL_MS apart (0: as fast as
+``python benchmarks/_sse_engine.py PORT TOKENS [INTERVAL_MS]`` serves ``/v1/models`` (as
+vLLM: ``owned_by`` ``vllm``), vLLM's ``/tokenize`` (one id per word) and a streaming
+``/v1/completions`` that sends TOKENS text events, INTERVAL_MS apart (0: as fast as
 it can; a real engine sends one per decode step). The first event is the last ``req-N`` tag
 found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``.
 """
@@ -25,7 +26,12 @@ def serve(port: int, tokens: int, interval: float = 0.0) -> None:
     from aiohttp import web
 
     async def models(_request: web.Request) -> web.Response:
-        return web.json_response({"data": [{"id": "fake"}]})
+        return web.json_response({"data": [{"id": "fake", "owned_by": "vllm"}]})
+
+    async def tokenize(request: web.Request) -> web.Response:
+        """vLLM's ``/tokenize`` (one id per word): the Messages API counts prompts first."""
+        tokens = list(range(len(str((await request.json()).get("prompt", "")).split())))
+        return web.json_response({"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
 
     async def completions(request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -44,6 +50,7 @@ def serve(port: int, tokens: int, interval: float = 0.0) -> None:
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/completions", completions)
+    app.router.add_post("/tokenize", tokenize)
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 

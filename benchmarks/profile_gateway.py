@@ -111,6 +111,19 @@ class _Response:
         self._handle = self._loop.call_soon(self._feed)
 
 
+class _Tokenized:
+    """The engine's ``/tokenize`` answer (vLLM's shape): one id per word."""
+
+    status = 200
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.body = body
+
+    async def text(self, errors: str = "strict") -> str:
+        tokens = list(range(len(str(self.body["prompt"]).split())))
+        return json.dumps({"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
+
+
 class _Session:
     closed = False
 
@@ -118,7 +131,10 @@ class _Session:
         self.events = events
 
     @asynccontextmanager
-    async def post(self, _url: str, **_body: Any) -> AsyncIterator[_Response]:
+    async def post(self, url: str, **body: Any) -> AsyncIterator[Any]:
+        if url.endswith("/tokenize"):  # the Messages API counts the prompt first
+            yield _Tokenized(body["json"])
+            return
         resp = _Response(self.events)
         try:
             yield resp
@@ -176,7 +192,8 @@ async def one(app: Any, path: str, body: bytes) -> int:
 
 async def run(api: str, requests: int, tokens: int, profile: cProfile.Profile | None) -> float:
     events = sse_body(tokens)
-    backend = OpenAICompletionsBackend("http://127.0.0.1:1/v1", model="fake", kind="generic")
+    # a vLLM-like engine: its /tokenize gives the Messages API its prompt counts
+    backend = OpenAICompletionsBackend("http://127.0.0.1:1/v1", model="fake", kind="vllm")
     session = _Session(events)
     backend._client = lambda: session  # type: ignore[method-assign]
     entry = ModelEntry("qwen2.5", backend, chatfmt.get_template("qwen2.5"))
