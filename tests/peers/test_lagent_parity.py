@@ -134,9 +134,9 @@ def test_seed_texts_differ_from_lagent_0_2_4() -> None:
 
     texts = RECORD["texts"]
     assert templates.SEED_META_INS.endswith(texts["META_CN"]) and (
-        templates.SEED_META_INS != texts["META_CN"]
+        texts["META_CN"] != templates.SEED_META_INS
     )
-    assert templates.SEED_INTERPRETER_CN != texts["INTERPRETER_CN"]
+    assert texts["INTERPRETER_CN"] != templates.SEED_INTERPRETER_CN
     assert "<|action_start|><|plugin|>" in templates.SEED_PLUGIN_CN
     assert "<|action_start|>" not in texts["PLUGIN_CN"]
     assert texts["API_PREFIX"].endswith("is: \n{description}")

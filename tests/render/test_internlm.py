@@ -252,7 +252,10 @@ MODEL_OUTPUTS = [
         'Let me check.<|action_start|><|plugin|>\n{"name":"get_current_weather","parameters":{"location":"Paris","unit":"celsius"}}<|action_end|>',
         {},
     ),
-    ('<|action_start|><|plugin|>\n{"name": "get_current_weather", "parameters": {}}<|action_end|>', {}),
+    (
+        '<|action_start|><|plugin|>\n{"name": "get_current_weather", "parameters": {}}<|action_end|>',
+        {},
+    ),
     (
         'Sure.<|action_start|><|plugin|>\n{"name":"get_current_weather","parameters":{"location":"Paris"}}<|action_end|>\n',
         {"plugin_newline": True},
