@@ -106,8 +106,11 @@ class Agent:
         self.template = get_template(template)
         self.executor = ToolExecutor(tools, timeout=tool_timeout)
         if interpreter is True:
-            made = {} if interpreter_timeout is None else {"timeout": interpreter_timeout}
-            self.interpreter: CodeInterpreter | None = CodeInterpreter(**made)
+            self.interpreter: CodeInterpreter | None = (
+                CodeInterpreter()
+                if interpreter_timeout is None
+                else CodeInterpreter(timeout=interpreter_timeout)
+            )
         elif interpreter_timeout is not None:
             raise ValidationError(
                 "interpreter_timeout is for the interpreter the agent makes (interpreter=True); "
@@ -399,31 +402,49 @@ def unwritable_tool_name(
     template: Template, definition: Mapping[str, Any], options: Mapping[str, Any]
 ) -> str | None:
     """Why ``template``'s tool-call format cannot carry a call of the tool ``definition``
-    (``None``: it can). An identifier always can; another name (a toolkit's ``Calculator.add``)
-    is checked on the format itself: a call of it is rendered as the model would write it,
-    and the template's parser must read the same name back."""
+    (``None``: it can, or the format cannot be probed). An identifier always can; another
+    name (a toolkit's ``Calculator.add``) is checked on the format itself: a call of it is
+    rendered as the model would write it and read back with the template's parser, next to
+    the same call of an identifier (the control: a format that does not read that back
+    cannot be probed this way)."""
     name = str(definition["function"]["name"])
-    if name.isidentifier():
+    if name.isidentifier() or template.tool_parser is None:
         return None
+    control = _written_call_name(template, "chatfmt_probe_tool", definition, options)
+    if control != "chatfmt_probe_tool":
+        return None
+    got = _written_call_name(template, name, definition, options)
+    if got == name:
+        return None
+    return (
+        f"template {template.name!r} cannot carry the tool name {name!r}: its tool-call "
+        f"format reads a call of it back as {got or 'no call'}"
+    )
+
+
+def _written_call_name(
+    template: Template, name: str, definition: Mapping[str, Any], options: Mapping[str, Any]
+) -> str | None:
+    """The name the template's parser reads from a call of ``name`` as the template writes it
+    (``None``: no single call, or the template does not write it)."""
+    function = {"description": "A tool.", **definition["function"], "name": name}
     call = {"id": "call00000", "type": "function", "function": {"name": name, "arguments": "{}"}}
-    turns = [{"role": "user", "content": "x"}, {"role": "assistant", "content": None}]
-    turns[1]["tool_calls"] = [call]
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
     try:
         segments = template.segments(
-            turns, add_generation_prompt=False, tools=[definition], **options
+            turns,
+            add_generation_prompt=False,
+            tools=[{"type": "function", "function": function}],
+            **options,
         )
-    except ChatFmtError as exc:
-        return f"template {template.name!r} cannot write a call of tool {name!r}: {exc}"
-    written = "".join(s.text for s in segments if s.trained and s.message == 1)
-    if not written or template.tool_parser is None:
-        return None  # nothing to check against
-    names = [c.name for c in parse(written, template, **options).tool_calls]
-    if names != [name]:
-        return (
-            f"template {template.name!r} cannot carry the tool name {name!r}: its tool-call "
-            f"format reads a call of it back as {names or 'no call'}"
-        )
-    return None
+        written = "".join(s.text for s in segments if s.trained and s.message == 1)
+        calls = parse(written, template, **options).tool_calls
+    except ChatFmtError:
+        return None
+    return calls[0].name if len(calls) == 1 else None
 
 
 async def _refused(call_id: str, name: str, text: str) -> ToolResult:
