@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
-from ..protocol import Conversation
+from ..protocol import Conversation, Message
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
 from .inputs import Dialect, Prepared, prepare
@@ -59,6 +59,7 @@ class PackagedTemplate(JinjaTemplate):
         variables: Mapping[str, Any] | None = None,
         description: str = "",
         text_beside_calls: Mapping[str, Any] | None = None,
+        calls_in_content: Callable[[Message], str] | None = None,
     ) -> None:
         source = official_source(file)
         if source is None:
@@ -74,6 +75,10 @@ class PackagedTemplate(JinjaTemplate):
         #: the text: as an assistant message of its own (with these extra fields, e.g.
         #: ``{"end_turn": False}``) right before the calls. ``None``: refused.
         self.text_beside_calls = text_beside_calls
+        #: Where the official file writes an assistant message's content only and the model
+        #: writes its calls as text in it: the message's content with its calls written as
+        #: the model writes them (history then keeps them). ``None``: the calls are refused.
+        self.calls_in_content = calls_in_content
         if description:
             self.description = description
         self._init_args: dict[str, Any] = {
@@ -88,6 +93,7 @@ class PackagedTemplate(JinjaTemplate):
             "variables": dict(variables or {}),
             "description": description,
             "text_beside_calls": text_beside_calls,
+            "calls_in_content": calls_in_content,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -118,7 +124,10 @@ class PackagedTemplate(JinjaTemplate):
     ) -> tuple[Prepared, tuple[int, ...] | None]:
         """Unless ``strict``: each assistant message with text beside its tool calls, which
         the official file would drop, as the model writes it (:attr:`text_beside_calls`): its
-        text (and reasoning) as an assistant message of its own, then the calls."""
+        text (and reasoning) as an assistant message of its own, then the calls; or, with
+        :attr:`calls_in_content`, each message's calls written into its content."""
+        if self.calls_in_content is not None and not strict:
+            prep = self._calls_written_in_content(prep, self.calls_in_content)
         extra = self.text_beside_calls
         split = [
             m.index
@@ -139,6 +148,19 @@ class PackagedTemplate(JinjaTemplate):
                 raw.append(m)
                 origin.append(i)
         return prepare(raw, prep.tools), tuple(origin)
+
+    @staticmethod
+    def _calls_written_in_content(prep: Prepared, write: Callable[[Message], str]) -> Prepared:
+        """``prep`` with each assistant message's tool calls written into its content."""
+        if not any(m.role == "assistant" and m.tool_calls for m in prep.conv.messages):
+            return prep
+        raw = [
+            {**{k: v for k, v in r.items() if k != "tool_calls"}, "content": write(m)}
+            if m.role == "assistant" and m.tool_calls
+            else r
+            for r, m in zip(prep.raw, prep.conv.messages, strict=True)
+        ]
+        return prepare(raw, prep.tools, require_tool_calls=False)  # the results stay
 
     def _render_plain(
         self,
@@ -182,19 +204,32 @@ class PackagedTemplate(JinjaTemplate):
 def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
     """The first (message index, field) whose data is missing from ``text``, or None.
 
-    Checked: every message's text (stripped), every tool call's name, and reasoning after
+    Checked: every message's text (stripped), every tool call's name where the call belongs
+    (after the text of the messages before it, and after the calls before it in its message:
+    a name the tool definitions or another call write does not count), and reasoning after
     the last user message (earlier reasoning is dropped by design in reasoning formats, as
     the native templates do). Arguments are not checked: templates re-serialize them.
     """
     users = [m.index for m in conv.messages if m.role == "user"]
     last_user = users[-1] if users else -1
+    pos = 0  # where the messages seen so far end (as far as their texts tell)
     for m in conv.messages:
+        start = pos
         body = (m.content or "").strip()
-        if body and body not in text:
-            return m.index, "content"
+        if body:
+            at = text.find(body, pos)
+            if at >= 0:
+                pos = at + len(body)
+            elif body not in text:
+                return m.index, "content"
         for k, call in enumerate(m.tool_calls):
-            if call.type == "function" and call.name not in text:
+            if call.type != "function":
+                continue
+            at = text.find(call.name, start)
+            if at < 0:
                 return m.index, f"tool_calls[{k}]"
+            start = at + len(call.name)
+            pos = max(pos, start)
         thought = (m.reasoning_content or "").strip()
         if thought and m.index > last_user and thought not in text:
             return m.index, "reasoning_content"
