@@ -207,12 +207,13 @@ EARLIER_REASONING_DROPPED = frozenset(
         "deepseek-v4",
         "deepseek-v4-flash-0731",
         "hy3",
-        "lfm2",
-        "lfm2.5",
         "minicpm5",
         "minimax-m2",
         "nemotron-nano-v2",
+        "nemotron3-nano",
         "reka-edge",
+        "rwkv-world",
+        "step3.5",
     }
 )
 #: Gemma 4: reasoning is written only for replies with tool calls after the last user message.
