@@ -213,9 +213,13 @@ def test_strict_history_is_the_official_behaviour(name: str) -> None:
             default = tpl.render([*HISTORY, turn], tools=TOOLS, add_generation_prompt=False)
         except ChatFmtError:
             continue
-        strict = tpl.render(
-            [*HISTORY, turn], tools=TOOLS, add_generation_prompt=False, strict_history=True
-        )
+        try:
+            strict = tpl.render(
+                [*HISTORY, turn], tools=TOOLS, add_generation_prompt=False, strict_history=True
+            )
+        except UnsupportedFeatureError as exc:  # the official file drops the calls (LFM2)
+            assert (exc.index, exc.field) == (1, "tool_calls[0]") and turn.get("tool_calls")
+            continue
         assert strict == default
     turn = assistant("Let me check that for you.", 1)
     try:
@@ -227,6 +231,6 @@ def test_strict_history_is_the_official_behaviour(name: str) -> None:
             [*HISTORY, turn], tools=TOOLS, add_generation_prompt=False, strict_history=True
         )
     except UnsupportedFeatureError as exc:
-        assert (exc.index, exc.field) in ((1, "content"), (1, "tool_calls"))
+        assert (exc.index, exc.field) in ((1, "content"), (1, "tool_calls"), (1, "tool_calls[0]"))
     else:
         assert strict == default  # the official template writes both itself
