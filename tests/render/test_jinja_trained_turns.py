@@ -246,7 +246,6 @@ SKIPPING: dict[str, str] = {
 #: (template, conversation) that chatfmt refuses to render (UnsupportedFeatureError): the
 #: official template would drop data of the turn silently (``chatfmt.jinja.packaged.dropped``).
 _DROPS_REASONING = "the official template drops the reply's reasoning (e.g. thinking off)"
-_DROPS_TEXT = "the official template drops the text beside the tool calls"
 REFUSED: dict[tuple[str, str], str] = {
     ("apriel-1.6", "reasoning"): _DROPS_REASONING,
     ("deepseek-v4", "reasoning"): _DROPS_REASONING,
@@ -256,9 +255,8 @@ REFUSED: dict[tuple[str, str], str] = {
     ("kimi-k2-thinking", "reasoning"): _DROPS_REASONING,
     ("nemotron-nano-v2", "reasoning"): _DROPS_REASONING,
     ("reka-edge", "reasoning"): _DROPS_REASONING,
-    # (Muse Glimmer and Solar Open write it as a text message of their own before the calls)
-    ("cohere2moe", "text_and_two_calls"): _DROPS_TEXT,
-    ("minimax-m1", "text_and_two_calls"): _DROPS_TEXT,
+    # (text beside calls is written as the model writes it: Muse Glimmer and Solar Open as
+    # a text message of their own before the calls, MiniMax-M1 and Cohere2MoE in the turn)
 }
 
 _CASES = [(tid, conv) for tid in _template_ids() for conv in CONVERSATIONS]
