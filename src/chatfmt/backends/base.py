@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ValidationError
+from ..errors import UnsupportedFeatureError, ValidationError
 
 if TYPE_CHECKING:
     from ..constraints import Constraint
@@ -172,6 +172,14 @@ class Backend(abc.ABC):
             if chunk.usage is not None:
                 usage = chunk.usage
         return CompletionResult("".join(parts), finish, usage)
+
+    async def tokenize(self, text: str) -> list[int]:
+        """The engine's token ids for ``text`` (its tokenize endpoint, or its own tokenizer).
+
+        Raises :class:`~chatfmt.errors.UnsupportedFeatureError` where the engine cannot
+        tell (the default).
+        """
+        raise UnsupportedFeatureError(f"{type(self).__name__} cannot tokenize")
 
     async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
         """Release connections or models held by the backend."""

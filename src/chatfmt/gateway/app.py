@@ -20,8 +20,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from .chat import Prepared, check_length, complete, completion_request, prepare, start_stream
+from . import openai_chat
+from .chat import Prepared, check_length, completion_request, prepare
 from .errors import APIError
+from .generation import Generation
 from .models import Limits, ModelEntry
 from .playground import (
     ParseBody,
@@ -35,6 +37,7 @@ from .playground import (
     tokens_view,
 )
 from .playground import render as playground_render
+from .request import ChatRequest
 from .schema import ChatBody, RenderBody, parse_body, unsupported
 
 log = logging.getLogger("chatfmt.gateway")
@@ -252,18 +255,24 @@ class Gateway:
     async def chat_completions(self, request: Request) -> Response:
         """``POST /v1/chat/completions``: validate → render → backend → parse → wire."""
         body = parse_body(ChatBody, await self.read_body(request))
-        entry = self.entry_for(body.model)
+        self.entry_for(body.model)  # an unknown model is a 404 before any other check
         refused = unsupported(body)
         if refused is not None:
             raise refused
-        prepared = prepare(entry, body, self.limits)
-        check_length(prepared, self.limits)
-        completion = completion_request(prepared, body)
+        chat = openai_chat.chat_request(body)
+        generation = self.generation(chat)
         if not body.stream:
-            return JSONResponse(await complete(prepared, completion))
+            return JSONResponse(await openai_chat.complete(generation))
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        events, close = await start_stream(prepared, completion, include_usage)
-        return EventStream(events, close)
+        await generation.start()
+        return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
+
+    def generation(self, chat: ChatRequest) -> Generation:
+        """The pipeline every API shares: the request validated, rendered, length-checked,
+        and its generation ready to start."""
+        prepared = prepare(self.entry_for(chat.model), chat, self.limits)
+        check_length(prepared, self.limits)
+        return Generation(prepared, completion_request(prepared, chat))
 
     async def render(self, request: Request) -> Response:
         """``POST /v1/render``: the prompt of a chat request (or the playground's view of a
@@ -273,7 +282,7 @@ class Gateway:
             body_p = parse_body(PlaygroundRenderBody, raw)
             return JSONResponse(await playground_render(self.playground, body_p))
         body = parse_body(RenderBody, raw)
-        prepared = prepare(self.entry_for(body.model), body, self.limits)
+        prepared = prepare(self.entry_for(body.model), openai_chat.chat_request(body), self.limits)
         return JSONResponse(self._render_view(prepared, body.add_generation_prompt))
 
     def _render_view(self, prepared: Prepared, add_generation_prompt: bool) -> dict[str, Any]:

@@ -1,0 +1,179 @@
+"""One reply generated for a prepared request: backend stream → typed parser deltas → checked.
+
+Every chat API (:mod:`.openai_chat`, :mod:`.responses`, :mod:`.anthropic`) runs a
+:class:`Generation` and writes its deltas (:mod:`chatfmt.parsing` ``ContentDelta``,
+``ReasoningDelta``, ``ToolCallDelta``) in its own wire shapes; starting the stream, usage,
+the finish reason and the reply's validation are the same for all of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+from ..backends.base import CompletionRequest, Usage
+from ..constraints import check_reply
+from ..errors import ChatFmtError
+from ..parsing import Delta, merge_deltas
+from ..parsing.openai_wire import message_dict
+from ..turn import ParsedTurn
+from .chat import Prepared
+from .errors import APIError, api_error
+
+log = logging.getLogger("chatfmt.gateway")
+
+#: How much of an invalid reply an error response quotes.
+_QUOTED = 400
+
+
+class Generation:
+    """The parsed reply to one :class:`~.chat.Prepared` request from its model's backend.
+
+    ``await start()`` sends the request and waits for the backend's first chunk, so that a
+    backend that is down or refuses is an :class:`APIError` (502/504) before any response
+    is sent; then iterate :meth:`batches` (lists of deltas, the first ones included) — or
+    ``await run()`` for the whole reply. Afterwards :meth:`problem` says whether the reply
+    breaks the request's structure, and :attr:`finish_reason` / :meth:`usage` how it ended.
+    Always ``await aclose()`` (closes the backend stream; iterating to the end does too).
+    """
+
+    def __init__(self, prepared: Prepared, request: CompletionRequest) -> None:
+        chat = prepared.chat
+        self.prepared = prepared
+        self.request = request
+        self.turn = ParsedTurn.for_template(
+            chat.entry.backend,
+            request,
+            chat.entry.template,
+            tools=chat.tools,
+            options=chat.options,
+            prefill=prepared.prefill,
+        )
+        self.max_calls = chat.max_calls
+        #: Every delta so far, kept when the reply is checked at the end (else ``None``).
+        self.kept: list[Delta] | None = [] if chat.checked else None
+        self._batches: AsyncGenerator[list[Delta], None] = self.turn.deltas()
+        self._early: list[list[Delta]] = []
+
+    async def start(self) -> None:
+        """Send the request; return once the backend's first chunk is in (an
+        :class:`APIError` if the backend fails before that)."""
+        sent_before = 1 if self.prepared.prefill else 0
+        try:
+            async for batch in self._batches:
+                self._early.append(batch)
+                if len(self.turn.raw) > sent_before:  # the backend's first chunk is in
+                    break
+        except ChatFmtError as exc:
+            await self.aclose()
+            raise api_error(exc) from None
+        except BaseException:
+            await self.aclose()
+            raise
+
+    async def batches(self) -> AsyncIterator[list[Delta]]:
+        """The deltas, per backend chunk (the ones read by :meth:`start` first), then the
+        parser's closing ones. A backend failure midway raises :class:`ChatFmtError`."""
+        kept = self.kept
+        for batch in self._early:
+            if kept is not None:
+                kept.extend(batch)
+            yield batch
+        self._early = []
+        async for batch in self._batches:
+            if kept is not None:
+                kept.extend(batch)
+            yield batch
+
+    async def run(self) -> list[Delta]:
+        """The whole reply's deltas (:meth:`start` and :meth:`batches`); backend errors
+        are :class:`APIError` s, and so is an invalid reply (see :func:`reply_error`)."""
+        await self.start()
+        deltas: list[Delta] = []
+        try:
+            async for batch in self.batches():
+                deltas.extend(batch)
+        except ChatFmtError as exc:
+            raise api_error(exc) from None
+        finally:
+            await self.aclose()
+        invalid = self.problem(deltas)
+        if invalid is not None:
+            raise invalid
+        return deltas
+
+    def problem(self, deltas: list[Delta] | None = None) -> APIError | None:
+        """The error to answer instead of this reply, if it breaks the request's structure
+        (``deltas``: the whole reply, default the kept ones)."""
+        if self.kept is None:
+            return None
+        message = self.message(self.kept if deltas is None else deltas)
+        return reply_error(self.prepared, self.turn, message)
+
+    def message(self, deltas: list[Delta]) -> dict[str, Any]:
+        """The reply's assistant message in chat form (chatfmt's ``error`` flags removed;
+        calls beyond ``parallel_tool_calls: false``'s one dropped)."""
+        return message_dict(merge_deltas(deltas), errors=False, max_calls=self.max_calls)
+
+    async def aclose(self) -> None:
+        """Close the backend stream (idempotent)."""
+        await self._batches.aclose()
+
+    @property
+    def finish_reason(self) -> str | None:
+        """``stop``, ``length`` or ``tool_calls`` (once the reply has ended)."""
+        return self.turn.parser.finish_reason
+
+    @property
+    def text(self) -> str:
+        """What the model wrote so far (the prefill included)."""
+        return self.turn.text
+
+    def usage(self) -> Usage | None:
+        """Token counts: the backend's, else the tokenizer's, else ``None``."""
+        turn, prepared = self.turn, self.prepared
+        usage = turn.usage or Usage()
+        prompt, completion = usage.prompt_tokens, usage.completion_tokens
+        tokenizer = prepared.entry.active_tokenizer
+        if prompt is None and prepared.prompt_ids is not None:
+            prompt = len(prepared.prompt_ids)
+        if completion is None and tokenizer is not None:
+            output = turn.text[len(prepared.prefill) :]
+            completion = len(tokenizer.encode(output)) if output else 0
+        if prompt is None or completion is None:
+            return None
+        return Usage(prompt, completion)
+
+
+def reply_error(prepared: Prepared, turn: ParsedTurn, message: dict[str, Any]) -> APIError | None:
+    """The error answered instead of a reply that breaks the request's structure.
+
+    Checked when tools were offered or a ``response_format`` asked for: a call of a tool
+    that was not offered, arguments that are not JSON or not valid against the tool's
+    schema, ``required``/named answered otherwise, content that is not JSON or does not
+    match the schema. Such a reply is never returned as if it were valid: the client gets
+    HTTP 500 ``model_error`` (code ``invalid_model_output``, as OpenAI answers when its model
+    writes an invalid call) naming each problem and quoting what the model wrote. A reply
+    cut by ``max_tokens`` is returned as it is, with ``finish_reason: "length"``.
+    """
+    chat = prepared.chat
+    if not chat.checked or turn.truncated:
+        return None
+    problems = check_reply(
+        message,
+        tools=chat.function_tools,
+        tool_choice=chat.tool_choice if chat.tool_choice is not None else "auto",
+        response_format=chat.response_format,
+    )
+    if not problems:
+        return None
+    found = "; ".join(f"{p.where}: {p.what}" if p.where else p.what for p in problems)
+    written = turn.text
+    quoted = written if len(written) <= _QUOTED else written[:_QUOTED] + "…"
+    return APIError(
+        500,
+        f"the model's reply is not valid ({found}); the model wrote: {quoted!r}",
+        type="model_error",
+        code="invalid_model_output",
+    )
