@@ -53,12 +53,6 @@ texts = st.builds(
 )
 
 
-#: Templates whose parser does not read the call ids the model writes (known limitation: the
-#: id comes after the arguments, and a streamed call needs its id first); tested with them.
-CALL_IDS_NOT_READ = {
-    "mistral-v3": '{"name": …, "arguments": …, "id": …} objects',
-    "mistral-v3-tekken": '{"name": …, "arguments": …, "id": …} objects',
-}
 #: Templates whose parser drops whitespace at the start of the text (known limitation): their
 #: texts start with other than whitespace. So do those of templates with a reasoning parser:
 #: no whitespace after a reasoning block is content (as llama.cpp and vLLM read it).
@@ -151,8 +145,7 @@ def check_accepted_back(tpl: Template, turn: dict[str, Any], n: int) -> None:
     if reasoning and not full.startswith(prompt):
         return  # a turn with reasoning is not what a model prompted this way writes
     # call ids: the ones the model wrote (where it writes them), else new ones
-    ids_made = IDS.__getitem__ if tpl.name in CALL_IDS_NOT_READ else None
-    parsed = chatfmt.parse(out, tpl, tools=TOOLS, id_factory=ids_made)
+    parsed = chatfmt.parse(out, tpl, tools=TOOLS)
     msg = parsed.to_openai()
     # (a) nothing lost
     assert _calls(msg) == CALLS[:n], out
