@@ -21,7 +21,7 @@ from _seed_examples import (
 from chatfmt.agent import Agent, FunctionTool
 from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
 from chatfmt.backends import ScriptedBackend, ScriptedReply
-from chatfmt.errors import ValidationError
+from chatfmt.errors import UnsupportedFeatureError, ValidationError
 
 CALLS: list[dict[str, Any]] = []
 
@@ -241,6 +241,27 @@ def test_same_loop_for_other_families(template: str, call_text: str) -> None:
     result_text = '{"temperature": 22}'
     # Llama 3.1's official template writes a tool result as JSON (a string is JSON-quoted)
     assert result_text in backend.prompts[1] or json.dumps(result_text) in backend.prompts[1]
+
+
+def test_a_reply_with_text_beside_its_call_goes_back_as_written_unless_strict() -> None:
+    """Llama 3.1's template writes only the calls of a message: the agent's history holds the
+    reply as the model wrote it (the next prompt continues the previous one and the reply);
+    with ``strict_history=True`` the official bytes or an error."""
+    reply = 'Let me check.\n\n{"name": "get_current_weather", "parameters": {"location": "Oslo"}}'
+    ask = [{"role": "user", "content": "Weather in Oslo?"}]
+    backend = ScriptedBackend([reply, "It is 22 degrees in Oslo."])
+    result = Agent(backend, template="llama3.1", tools=[get_current_weather]).chat(ask)
+    assert result.answer == "It is 22 degrees in Oslo."
+    assert backend.prompts[1].startswith(backend.prompts[0] + reply)
+    strict = Agent(
+        ScriptedBackend([reply, "unused"]),
+        template="llama3.1",
+        tools=[get_current_weather],
+        strict_history=True,
+    )
+    with pytest.raises(UnsupportedFeatureError) as err:
+        strict.chat(ask)
+    assert (err.value.index, err.value.field) == (1, "content")
 
 
 @pytest.mark.parametrize("template", ["qwq", "deepseek-r1-distill-qwen"])
