@@ -87,3 +87,16 @@ def test_the_name_form_keeps_a_valid_call_id_only() -> None:
         '[TOOL_CALLS]get_weather[CALL_ID]call_1[ARGS]{"city": "P"}', parser="mistral"
     )
     assert (_ids(good), _ids(bad)) == (["abcDEF123"], [call_ids(0)])
+
+
+def test_only_templates_that_write_ids_back_hold_a_call_for_its_id() -> None:
+    """Devstral's template writes no call ids: its calls stream as they come; Mistral v3's
+    hold a call until its id (or its object's end)."""
+    head = '[TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Qu'
+
+    def opened(template: str) -> list[ToolCallDelta]:
+        sp = chatfmt.StreamParser(template, tools=TOOLS)
+        return [d for d in sp.feed(head) if isinstance(d, ToolCallDelta)]
+
+    assert [(d.name, d.text) for d in opened("devstral")] == [("get_weather", '{"city": "Qu')]
+    assert opened("mistral-v3") == []

@@ -265,7 +265,8 @@ class BlockParser(StateMachine, FormatParser):
             self.out,
             name_keys=self.name_keys,
             args_keys=self.args_keys,
-            id_keys=self.id_keys,
+            # a template that writes no ids back: nothing to wait for
+            id_keys=self.id_keys if self.out.separators.call_ids else (),
             valid_id=self.valid_id,
         )
         self.state = Block.CALL
