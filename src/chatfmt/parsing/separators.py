@@ -29,8 +29,9 @@ _PROBE_TOOLS = [
         },
     }
 ]
+_PROBE_ID = "call00000"  # 9 alphanumerics: valid for Mistral too
 _PROBE_CALL = {
-    "id": "call00000",  # 9 alphanumerics: valid for Mistral too
+    "id": _PROBE_ID,
     "type": "function",
     "function": {"name": _TOOL, "arguments": '{"a": "b"}'},
 }
@@ -96,7 +97,7 @@ def probe_separators(tpl: Any, options: Mapping[str, Any]) -> Separators:
     for text in (_TEXT, _TEXT + "\n"):
         turn = {"role": "assistant", "content": text, "tool_calls": [_PROBE_CALL]}
         rendered = render(turn, tools=_PROBE_TOOLS)
-        ids = ids or (rendered is not None and _PROBE_CALL["id"] in rendered)
+        ids = ids or (rendered is not None and _PROBE_ID in rendered)
         calls.append(_after_text(rendered, text))
     after_newline = calls[1][1:] if calls[1].startswith("\n") else calls[0]
     return Separators(before, calls[0], after_newline, ids)
