@@ -84,9 +84,6 @@ NOT_A_CONTINUATION = {"command-r": "tool calls are rendered with the tool instru
 NOT_ONE_REPLY = {
     "deepseek-r1-distill-qwen": "the calls, the end of the turn, then the text as a turn",
     "nemotron-nano-v2": "the text as a turn of its own, then the calls as another",
-    "lfm2": "the official file writes no tool calls (the loss check is fooled by the names "
-    "in the tool list: a known gap)",
-    "lfm2.5": "the official file writes no tool calls (as lfm2)",
 }
 #: Templates whose model writes one call per reply (a second one comes after its stop word).
 ONE_CALL_PER_REPLY = {

@@ -213,18 +213,22 @@ def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
     """The first (message index, field) whose data is missing from ``text``, or None.
 
     Checked: every message's text (stripped; as it is or as a JSON string's body, which
-    is how e.g. Cohere2MoE writes tool results), every tool call's name, and reasoning after
+    is how e.g. Cohere2MoE writes tool results), every tool call's name (after the text of
+    the user message before it, so that the tool list does not count), and reasoning after
     the last user message (earlier reasoning is dropped by design in reasoning formats, as
     the native templates do). Arguments are not checked: templates re-serialize them.
     """
     users = [m.index for m in conv.messages if m.role == "user"]
     last_user = users[-1] if users else -1
+    after = 0  # where the last user message's text starts (its first occurrence)
     for m in conv.messages:
         body = (m.content or "").strip()
         if body and not _written(body, text):
             return m.index, "content"
+        if m.role == "user" and body:
+            after = max(after, text.find(body))
         for k, call in enumerate(m.tool_calls):
-            if call.type == "function" and call.name not in text:
+            if call.type == "function" and text.find(call.name, after) < 0:
                 return m.index, f"tool_calls[{k}]"
         thought = (m.reasoning_content or "").strip()
         if thought and m.index > last_user and thought not in text:
