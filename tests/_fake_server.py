@@ -1,13 +1,14 @@
 """A fake OpenAI-compatible completions server on 127.0.0.1, started and stopped by the tests.
 
 It replays scripted replies, honours ``stop`` like a real engine (the stop word is not
-returned unless ``include_stop`` is set), streams server-sent events, and can misbehave
-on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
-``"cut"`` (the stream ends without a finish reason), ``"die"`` (the connection is dropped
-halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
-timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
+returned unless ``include_stop`` is set; it is named in ``stop_reason``, as vLLM does),
+streams server-sent events, and can misbehave on purpose (``mode``): ``"http500"``,
+``"garbage"`` (non-JSON body / events), ``"cut"`` (the stream ends without a finish reason),
+``"die"`` (the connection is dropped halfway through a stream, as by a killed engine),
+``"slow"`` (no data for longer than a read timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
 ``root_json`` (path → JSON answered at the server's root, e.g. ``/props``) make it look
-like a given engine.
+like a given engine; ``reply_for`` answers each request from its body (a scripted engine
+for clients whose requests come in any order).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +37,9 @@ class FakeCompletionsServer:
         self.port = 0
         self.owned_by: str | None = None
         self.root_json: dict[str, Any] = {}
+        #: When set, the reply to each request (its JSON body), instead of ``replies`` in order.
+        self.reply_for: Callable[[dict[str, Any]], str] | None = None
+        self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
 
     @property
     def base_url(self) -> str:
@@ -54,16 +58,20 @@ class FakeCompletionsServer:
             return web.Response(status=404, text="not found")
         return web.json_response(self.root_json[path])
 
-    def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
-        text = self.replies.pop(0) if self.replies else ""
+    def _next_text(self, body: dict[str, Any]) -> tuple[str, str, str | None]:
+        """The reply, its finish reason and the stop word it ended at (sent as vLLM does)."""
+        if self.reply_for is not None:
+            text = self.reply_for(body)
+        else:
+            text = self.replies.pop(0) if self.replies else ""
         max_tokens = body.get("max_tokens")
         stops = [s for s in body.get("stop") or [] if s in text]
         if stops:
             at, word = min((text.find(s), s) for s in stops)
-            return (text[: at + len(word)] if self.include_stop else text[:at]), "stop"
+            return (text[: at + len(word)] if self.include_stop else text[:at]), "stop", word
         if isinstance(max_tokens, int) and len(text) > max_tokens:  # 1 char = 1 "token"
-            return text[:max_tokens], "length"
-        return text, "stop"
+            return text[:max_tokens], "length", None
+        return text, "stop", None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -72,8 +80,13 @@ class FakeCompletionsServer:
             return web.Response(status=500, text="engine exploded")
         if self.mode == "garbage" and not body.get("stream"):
             return web.Response(text="<html>not json</html>", content_type="text/html")
-        text, finish = self._next_text(body)
-        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}  # chars
+        text, finish, word = self._next_text(body)
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(body["prompt"]),  # characters stand in for tokens
+            "completion_tokens": len(text),
+        }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if not body.get("stream"):
             choice = {"index": 0, "text": text, "finish_reason": finish}
             return web.json_response(
@@ -108,7 +121,8 @@ class FakeCompletionsServer:
             return resp
         if self.mode == "cut":
             return resp
-        await send({"choices": [{"index": 0, "text": "", "finish_reason": finish}]})
+        last = {"index": 0, "text": "", "finish_reason": finish, "stop_reason": word}
+        await send({"choices": [last]})
         if (body.get("stream_options") or {}).get("include_usage"):
             await send({"choices": [], "usage": usage})
         await send("[DONE]")
@@ -159,3 +173,47 @@ def gateway(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (yet)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def chatfmt_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, Any]]:
+    """Run ``chatfmt serve ARGS`` (this checkout's code) on a free port until ``/health``
+    answers; yield its base URL and the process (always stopped; read its stderr after)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    port = free_port()
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    command = [sys.executable, "-m", "chatfmt.cli", "serve", *args]
+    command += ["--port", str(port), "--log-level", "warning"]
+    environ = {**os.environ, **(env or {}), "PYTHONPATH": src}
+    proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            try:
+                if httpx.get(base + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "chatfmt serve did not start"
+                time.sleep(0.1)
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=20)

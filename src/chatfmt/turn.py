@@ -122,7 +122,8 @@ class ParsedTurn:
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``
-    the backend's usage and ``truncated`` whether it stopped at its token limit.
+    the backend's usage, ``truncated`` whether it stopped at its token limit and
+    ``stop_word`` the stop sequence it stopped at (when the backend says).
     The backend stream is closed when the iteration ends, early or not.
     """
 
@@ -141,6 +142,7 @@ class ParsedTurn:
         self.raw: list[str] = []
         self.usage: Usage | None = None
         self.truncated = False
+        self.stop_word: str | None = None
 
     @classmethod
     def for_template(
@@ -171,6 +173,8 @@ class ParsedTurn:
                 self.raw.append(chunk.text)
                 if chunk.usage is not None:
                     self.usage = chunk.usage
+                if chunk.stop is not None:
+                    self.stop_word = chunk.stop
                 self.truncated = self.truncated or chunk.finish_reason == "length"
                 yield parser.feed(chunk.text)
         yield parser.finish(truncated=self.truncated)

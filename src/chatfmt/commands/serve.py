@@ -6,6 +6,7 @@ import asyncio
 import errno
 import json
 import os
+import secrets
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
@@ -70,6 +71,7 @@ def build_app(
     api_key: str | None,
     trust_templates: bool = False,
     playground_tokenizer: str | None = None,
+    thinking_secret: str | None = None,
 ) -> Any:
     """The Starlette application for ``specs`` (backends, templates and tokenizers loaded),
     with the playground at ``/``."""
@@ -89,7 +91,11 @@ def build_app(
         tokenizer = entries[0].active_tokenizer
     playground = Playground(trust_request_templates=trust_templates, tokenizer=tokenizer)
     return create_app(
-        {e.name: e for e in entries}, api_key=api_key, limits=limits, playground=playground
+        {e.name: e for e in entries},
+        api_key=api_key,
+        limits=limits,
+        playground=playground,
+        thinking_secret=thinking_secret,
     )
 
 
@@ -101,7 +107,12 @@ def worker_app() -> Any:
     data = json.loads(os.environ[_WORKER_CONFIG])
     specs = [ModelSpec(**s) for s in data["models"]]
     return build_app(
-        specs, Limits(**data["limits"]), data["api_key"], data["trust_templates"], data["tokenizer"]
+        specs,
+        Limits(**data["limits"]),
+        data["api_key"],
+        data["trust_templates"],
+        data["tokenizer"],
+        data["thinking_secret"],
     )
 
 
@@ -168,6 +179,16 @@ def serve_cmd(
             show_envvar=True,
         ),
     ] = None,
+    thinking_secret: Annotated[
+        str | None,
+        typer.Option(
+            "--thinking-secret",
+            envvar="CHATFMT_THINKING_SECRET",
+            help="Key of the signatures of Anthropic thinking blocks (default: random per "
+            "start); gateways that share conversations must share it.",
+            show_envvar=True,
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
     trust_request_chat_template: Annotated[
         bool,
@@ -185,8 +206,8 @@ def serve_cmd(
         ),
     ] = False,
 ) -> None:
-    """Serve an OpenAI-compatible chat API (/v1/chat/completions) over a completions backend,
-    and the playground page at /."""
+    """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses) and Anthropic's Messages
+    API (/v1/messages) over a completions backend, and the playground page at /."""
     try:
         import uvicorn
     except ImportError:
@@ -213,7 +234,11 @@ def serve_cmd(
             strict_history,
         )
         # with --workers: checks the configuration
-        app = build_app(specs, limits, api_key, trust_request_chat_template)
+        if workers > 1 and thinking_secret is None:  # one secret for every worker
+            thinking_secret = secrets.token_hex(32)
+        app = build_app(
+            specs, limits, api_key, trust_request_chat_template, thinking_secret=thinking_secret
+        )
         typer.secho(
             f"chatfmt serve: {', '.join(app.state.model_names)} on http://{host}:{port}/v1"
             + (" (API key required)" if api_key else "")
@@ -228,6 +253,7 @@ def serve_cmd(
                     "api_key": api_key,
                     "trust_templates": trust_request_chat_template,
                     "tokenizer": None,
+                    "thinking_secret": thinking_secret,
                 }
             )
             uvicorn.run(

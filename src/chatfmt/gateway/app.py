@@ -1,4 +1,5 @@
-"""The Starlette application: routes, API key, body limit, OpenAI-shaped errors."""
+"""The Starlette application: routes, API key, body limit, errors (OpenAI's shape, and
+Anthropic's under ``/v1/messages``)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import openai_chat
-from .chat import Prepared, check_length, completion_request, prepare
+from . import anthropic, anthropic_wire, openai_chat, responses
+from .anthropic_schema import CountTokensBody, MessagesBody
+from .anthropic_schema import parse_body as parse_anthropic_body
+from .anthropic_schema import unsupported as anthropic_unsupported
+from .chat import Prepared, check_length, completion_request, prepare, prompt_tokens
 from .errors import APIError
 from .generation import Generation
 from .models import Limits, ModelEntry
@@ -38,11 +42,19 @@ from .playground import (
 )
 from .playground import render as playground_render
 from .request import ChatRequest
+from .response_store import ResponseStore
+from .responses_schema import ResponsesBody, body_field
 from .schema import ChatBody, RenderBody, parse_body, unsupported
+from .signature import ThinkingSigner
 
 log = logging.getLogger("chatfmt.gateway")
 
 Handler = Callable[[Request], Awaitable[Response]]
+#: An error's JSON body in one API's shape.
+ErrorShape = Callable[[APIError], dict[str, Any]]
+
+#: The paths under which errors have Anthropic's shape.
+_ANTHROPIC_PREFIX = "/v1/messages"
 
 
 class EventStream(StreamingResponse):
@@ -95,8 +107,15 @@ def _names_model(raw: bytes) -> bool:
     )
 
 
-def error_response(error: APIError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
+def error_response(error: APIError, shape: ErrorShape = APIError.body) -> JSONResponse:
+    return JSONResponse(shape(error), status_code=error.status)
+
+
+def _shape_for(request: Request) -> ErrorShape:
+    """The error shape of the API ``request`` was sent to."""
+    if request.url.path.startswith(_ANTHROPIC_PREFIX):
+        return anthropic.error_body
+    return APIError.body
 
 
 # ---------------------------------------------------------------------- handlers without state
@@ -118,16 +137,19 @@ async def health(_request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-async def http_error(_request: Request, exc: Exception) -> Response:
+async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     kind = "not_found" if exc.status_code == 404 else "invalid_request"
-    return error_response(APIError(exc.status_code, str(exc.detail), code=kind))
+    return error_response(
+        APIError(exc.status_code, str(exc.detail), code=kind), _shape_for(request)
+    )
 
 
-async def internal_error(_request: Request, exc: Exception) -> Response:
+async def internal_error(request: Request, exc: Exception) -> Response:
     log.exception("internal error", exc_info=exc)
     return error_response(
-        APIError(500, f"internal error: {type(exc).__name__}", type="api_error", code="internal")
+        APIError(500, f"internal error: {type(exc).__name__}", type="api_error", code="internal"),
+        _shape_for(request),
     )
 
 
@@ -146,6 +168,8 @@ class Gateway:
         api_key: str | None = None,
         limits: Limits | None = None,
         playground: Playground | None = None,
+        response_store: ResponseStore | None = None,
+        thinking_secret: str | None = None,
     ) -> None:
         if not models and playground is None:
             raise ChatFmtError("the gateway needs at least one model")
@@ -155,7 +179,14 @@ class Gateway:
         self.models = dict(models)
         self.limits = limits or Limits()
         self.playground = playground
+        #: The responses ``previous_response_id`` may name (``POST /v1/responses``).
+        if response_store is None:
+            limits = self.limits
+            response_store = ResponseStore(limits.stored_responses, limits.stored_response_ttl)
+        self.response_store = response_store
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
+        #: Signs the thinking blocks of /v1/messages replies and checks those sent back.
+        self.signer = ThinkingSigner(thinking_secret)
 
     # ------------------------------------------------------------------ the application
     def app(self) -> Starlette:
@@ -172,6 +203,15 @@ class Gateway:
         guarded = self.guarded
         routes = [
             Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
+            Route("/v1/responses", guarded(self.create_response), methods=["POST"]),
+            Route("/v1/responses/{response_id}", guarded(self.stored_response), methods=["GET"]),
+            Route("/v1/responses/{response_id}", guarded(self.delete_response), methods=["DELETE"]),
+            Route("/v1/messages", guarded(self.messages, anthropic.error_body), methods=["POST"]),
+            Route(
+                "/v1/messages/count_tokens",
+                guarded(self.count_tokens, anthropic.error_body),
+                methods=["POST"],
+            ),
             Route("/v1/render", guarded(self.render), methods=["POST"]),
             Route("/v1/models", guarded(self.list_models), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -197,27 +237,33 @@ class Gateway:
                 self.playground.close()
 
     # ------------------------------------------------------------------ request steps
-    def guarded(self, handler: Handler) -> Handler:
-        """``handler`` behind the API key, with :class:`APIError` s as responses."""
+    def guarded(self, handler: Handler, shape: ErrorShape = APIError.body) -> Handler:
+        """``handler`` behind the API key, with :class:`APIError` s as responses (in
+        ``shape``: OpenAI's by default)."""
 
         async def run(request: Request) -> Response:
             try:
                 self.check_key(request)
                 return await handler(request)
             except APIError as exc:
-                return error_response(exc)
+                return error_response(exc, shape)
 
         return run
 
     def check_key(self, request: Request) -> None:
+        """The API key, sent as ``Authorization: Bearer <key>`` or ``x-api-key: <key>``
+        (Anthropic's header)."""
         expected = self._expected_key
         if expected is None:
             return
-        given = request.headers.get("authorization", "").encode()
+        headers = request.headers
+        given = headers.get("authorization", "").encode()
+        if not given and "x-api-key" in headers:
+            given = b"Bearer " + headers["x-api-key"].encode()
         if not secrets.compare_digest(given, expected):
             raise APIError(
                 401,
-                "missing or wrong API key (send Authorization: Bearer <key>)",
+                "missing or wrong API key (send Authorization: Bearer <key> or x-api-key: <key>)",
                 code="invalid_api_key",
             )
 
@@ -267,6 +313,94 @@ class Gateway:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         await generation.start()
         return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
+
+    async def create_response(self, request: Request) -> Response:
+        """``POST /v1/responses``: the body as a chat request, then the same pipeline."""
+        body = parse_body(ResponsesBody, await self.read_body(request), body_field)
+        entry = self.entry_for(body.model)
+        refused = responses.refused(body)
+        if refused is not None:
+            raise refused
+        previous = None
+        if body.previous_response_id is not None:
+            previous = self.response_store.get(body.previous_response_id)
+            if previous is None:
+                raise APIError(  # as OpenAI answers it: a 400 with this code
+                    400,
+                    f"previous response {body.previous_response_id!r} not found (it was not "
+                    "stored, was stored with store: false, or has expired)",
+                    param="previous_response_id",
+                    code="previous_response_not_found",
+                )
+        translated = responses.chat_request(body, entry.template, previous)
+        try:
+            generation = self.generation(translated.chat)
+        except APIError as exc:
+            # ``instructions`` and system items: one system message, if the template wants it
+            joined = translated.one_system_message()
+            try:
+                if joined is None:
+                    raise
+                generation = self.generation(joined.chat)
+            except APIError:
+                raise responses.located(exc, translated.sources) from None
+        writer = responses.ResponseWriter(
+            body, translated, generation, self.response_store, previous
+        )
+        if not body.stream:
+            return JSONResponse(await responses.create(writer))
+        await generation.start()
+        return EventStream(responses.events(writer), generation.aclose)
+
+    async def stored_response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: a stored response object."""
+        return JSONResponse(self._stored(request.path_params["response_id"]).resource)
+
+    async def delete_response(self, request: Request) -> Response:
+        """``DELETE /v1/responses/{id}``: forget a stored response."""
+        response_id = request.path_params["response_id"]
+        self._stored(response_id)
+        self.response_store.delete(response_id)
+        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+    def _stored(self, response_id: str) -> Any:
+        stored = self.response_store.get(response_id)
+        if stored is None:
+            raise APIError(
+                404,
+                f"response {response_id!r} not found (not stored, or expired)",
+                param="response_id",
+                code="not_found",
+            )
+        return stored
+
+    async def messages(self, request: Request) -> Response:
+        """``POST /v1/messages`` (Anthropic): the body as the internal request → the
+        pipeline → ``message`` or its stream events."""
+        body = parse_anthropic_body(MessagesBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        refused = anthropic_unsupported(body)
+        if refused is not None:
+            raise refused
+        translated = anthropic.chat_request(body, entry.template, self.signer)
+        with anthropic.located(translated.origins):
+            generation = self.generation(translated.chat)
+        stops = translated.chat.sampling.stop
+        if not body.stream:
+            return JSONResponse(await anthropic_wire.complete(generation, self.signer, stops))
+        input_tokens = await prompt_tokens(generation.prepared)
+        await generation.start()
+        events = anthropic_wire.events(generation, self.signer, stops, input_tokens)
+        return EventStream(events, generation.aclose)
+
+    async def count_tokens(self, request: Request) -> Response:
+        """``POST /v1/messages/count_tokens`` (Anthropic): the prompt's token count."""
+        body = parse_anthropic_body(CountTokensBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        translated = anthropic.chat_request(body, entry.template, self.signer)
+        with anthropic.located(translated.origins):
+            prepared = prepare(entry, translated.chat, self.limits)
+        return JSONResponse({"input_tokens": await prompt_tokens(prepared)})
 
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
@@ -351,12 +485,22 @@ def create_app(
     api_key: str | None = None,
     limits: Limits | None = None,
     playground: Playground | None = None,
+    response_store: ResponseStore | None = None,
+    thinking_secret: str | None = None,
 ) -> Starlette:
-    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`).
+    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`):
+    ``/v1/chat/completions`` and ``/v1/responses``; and Anthropic's Messages API
+    (``/v1/messages``).
 
-    With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>``.
+    With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>`` (or
+    ``x-api-key: <api_key>``). ``thinking_secret`` keys the signatures of Anthropic
+    thinking blocks (random per process when ``None``; see :mod:`.signature`).
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
-    endpoints it calls are served too; then ``models`` may be empty. The backends (and the
+    endpoints it calls are served too; then ``models`` may be empty. ``response_store``
+    keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
+    of them, each ``limits.stored_response_ttl`` seconds). The backends (and the
     playground's sandbox) are closed when the application shuts down.
     """
-    return Gateway(models, api_key, limits, playground).app()
+    return Gateway(
+        models, api_key, limits, playground, response_store, thinking_secret=thinking_secret
+    ).app()
