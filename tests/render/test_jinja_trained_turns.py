@@ -243,7 +243,6 @@ SKIPPING: dict[str, str] = {
 #: (template, conversation) that chatfmt refuses to render (UnsupportedFeatureError): the
 #: official template would drop data of the turn silently (``chatfmt.jinja.packaged.dropped``).
 _DROPS_REASONING = "the official template drops the reply's reasoning (e.g. thinking off)"
-_DROPS_TEXT = "the official template drops the text beside the tool calls"
 _ONE_CALL = "the official template writes the first call of a message only"
 REFUSED: dict[tuple[str, str], str] = {
     ("apriel-1.6", "reasoning"): _DROPS_REASONING,
@@ -254,9 +253,9 @@ REFUSED: dict[tuple[str, str], str] = {
     ("kimi-k2-thinking", "reasoning"): _DROPS_REASONING,
     ("nemotron-nano-v2", "reasoning"): _DROPS_REASONING,
     ("reka-edge", "reasoning"): _DROPS_REASONING,
-    # (Muse Glimmer and Solar Open write it as a text message of their own before the calls)
-    ("cohere2moe", "text_and_two_calls"): _DROPS_TEXT,
-    ("minimax-m1", "text_and_two_calls"): _DROPS_TEXT,
+    # (text beside calls is written as the model writes it: Muse Glimmer and Solar Open as
+    # a text message of their own before the calls, MiniMax-M1 and Cohere2MoE in the turn;
+    # LFM2's calls are written into the reply as the model writes them)
     ("gigachat3", "text_and_two_calls"): _ONE_CALL,
     ("gigachat3.1", "text_and_two_calls"): _ONE_CALL,
 }
