@@ -53,6 +53,7 @@ def render_prompt(
     options: Mapping[str, Any] | None = None,
     tokenizer: Any = None,
     add_generation_prompt: bool = True,
+    strict_history: bool = False,
 ) -> Prompt[Messages]:
     """Render ``messages`` (with ``tools``, unless they are a Conversation's) for ``template``.
 
@@ -61,7 +62,8 @@ def render_prompt(
     R1 distills, DeepSeek V3.1 refuse ``reasoning_content`` after the last user message
     rather than drop it silently): for a prompt that asks for the next reply, such a
     message is rendered without its reasoning. Without a generation prompt (a finished
-    conversation, e.g. training data) the refusal stands.
+    conversation, e.g. training data) the refusal stands. ``strict_history=True``: only
+    the official template's bytes, or an error (see docs/rendering.md).
     """
     options = options or {}
     tools = tools or None
@@ -69,7 +71,11 @@ def render_prompt(
         try:
             if tokenizer is None:
                 text = template.render(
-                    messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+                    messages,
+                    tools=tools,
+                    add_generation_prompt=add_generation_prompt,
+                    strict_history=strict_history,
+                    **options,
                 )
                 return Prompt(text, messages)
             from .tokens import encode
@@ -80,6 +86,7 @@ def render_prompt(
                 tokenizer,
                 tools=tools,
                 add_generation_prompt=add_generation_prompt,
+                strict_history=strict_history,
                 **options,
             )
             return Prompt(enc.text, messages, tuple(enc.input_ids), enc)

@@ -35,15 +35,22 @@ def _specs(
     model_path: str | None,
     tool_format: str | None = None,
     backend_kind: str = "auto",
+    strict_history: bool = False,
 ) -> tuple[list[Any], Any]:
     from ..gateway.config import ModelSpec, load_config
     from ..gateway.models import Limits
 
     if config is not None:
         specs, limits = load_config(config)
-        # --backend-api-key: the key of every model whose table names none.
+        # --backend-api-key: the key of every model whose table names none;
+        # --strict-history: every model strict.
         return [
-            replace(s, backend_api_key=s.backend_api_key or backend_api_key) for s in specs
+            replace(
+                s,
+                backend_api_key=s.backend_api_key or backend_api_key,
+                strict_history=s.strict_history or strict_history,
+            )
+            for s in specs
         ], limits
     spec = ModelSpec(
         name=model_name or "",  # "": the embedded model's file stem, else the template's name
@@ -55,6 +62,7 @@ def _specs(
         model_path=model_path,
         tool_format=tool_format,
         backend_kind=backend_kind,
+        strict_history=strict_history,
     )
     return [spec], Limits()
 
@@ -191,6 +199,14 @@ def serve_cmd(
             help="Accept chat templates sent with requests (run sandboxed, with limits).",
         ),
     ] = False,
+    strict_history: Annotated[
+        bool,
+        typer.Option(
+            "--strict-history",
+            help="Render history only as the official template does: a 400 for text beside "
+            "tool calls it would drop (by default written as the model writes it).",
+        ),
+    ] = False,
 ) -> None:
     """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses) and Anthropic's Messages
     API (/v1/messages) over a completions backend, and the playground page at /."""
@@ -218,6 +234,7 @@ def serve_cmd(
             model_path,
             tool_format,
             backend_kind,
+            strict_history,
         )
         # with --workers: checks the configuration
         if workers > 1 and thinking_secret is None:  # one secret for every worker
