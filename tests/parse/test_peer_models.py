@@ -1,0 +1,292 @@
+"""Models the peers parse, resolved by their Hugging Face ids and parsed as the peers do.
+
+Every case is the peer's own (file cited per block); each is parsed whole and streamed in
+every chunking (``_streaming.assert_stream_equals_whole``) through the template the model id
+resolves to, so the end-of-turn and reasoning layers of that template take part too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+from typer.testing import CliRunner
+
+import chatfmt
+from _pythonic_cases import PEER_CASES, Calls
+from _streaming import assert_stream_equals_whole, stream_deltas
+from chatfmt.backends import ScriptedBackend
+from chatfmt.cli import app
+from chatfmt.errors import ChatFmtError
+from chatfmt.gateway import ModelEntry, create_app
+from chatfmt.gateway.config import ModelSpec, build_model, load_config
+from chatfmt.parsing import merge_deltas
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "peer_templates"
+
+
+def _calls(msg: Any) -> Calls:
+    out = []
+    for call in msg.get("tool_calls") or ():
+        assert "error" not in call, call
+        out.append((call["function"]["name"], json.loads(call["function"]["arguments"])))
+    return out
+
+
+def _tool(name: str, **props: str) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": t} for k, t in props.items()},
+                "required": list(props),
+            },
+        },
+    }
+
+
+# ------------------------------------------------------------------ GLM-4.6: a cut close tag
+# Ollama model/parsers/glm46_test.go, TestGLM46ParserFinalizesCompleteToolCallOnDone
+GLM46_BODY = (
+    "grep\n<arg_key>pattern</arg_key>\n<arg_value>needle</arg_value>\n"
+    "<arg_key>path</arg_key>\n<arg_value>.</arg_value>"
+)
+GLM46_TOOLS = [_tool("grep", pattern="string", path="string"), _tool("write", path="string")]
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        ["<tool_call>" + GLM46_BODY, ""],  # empty final chunk
+        ["<tool_call>" + GLM46_BODY],  # tool body in final chunk
+        ["<tool_call>" + GLM46_BODY + "</tool_"],  # partial outer close in final chunk
+    ],
+    ids=["empty_final_chunk", "body_in_final_chunk", "partial_outer_close"],
+)
+def test_glm46_finalizes_a_complete_call_cut_in_its_close_tag(chunks: list[str]) -> None:
+    for model in ("zai-org/GLM-4.6", "zai-org/GLM-4.5"):
+        msg = merge_deltas(stream_deltas(chunks, model, tools=GLM46_TOOLS))
+        assert msg["content"] is None and msg.get("reasoning_content") is None
+        assert _calls(msg) == [("grep", {"pattern": "needle", "path": "."})]
+        whole = assert_stream_equals_whole("".join(chunks), model, tools=GLM46_TOOLS)
+        assert _calls(whole) == _calls(msg) and whole["content"] is None
+
+
+# ------------------------------------------------------ Nemotron Nano v2: a call after </think>
+# llama.cpp tests/test-chat.cpp (NVIDIA-Nemotron-Nano-v2.jinja, COMMON_CHAT_FORMAT_NEMOTRON_V2)
+NEMOTRON_CALL = '<TOOLCALL>[{"name": "special_function", "arguments": {"arg1": 1}}]</TOOLCALL>'
+HELLO = "Hello, world!\nWhat's up?"
+THOUGHT = "<think>I'm\nthinking</think>"
+SPECIAL = ("special_function", {"arg1": 1})
+
+
+@pytest.mark.parametrize(
+    ("text", "content", "reasoning", "calls"),
+    [
+        (HELLO, HELLO, None, []),
+        (THOUGHT + HELLO, HELLO, "I'm\nthinking", []),
+        (NEMOTRON_CALL, None, None, [SPECIAL]),
+        (THOUGHT + NEMOTRON_CALL, None, "I'm\nthinking", [SPECIAL]),
+        (NEMOTRON_CALL + HELLO, HELLO, None, [SPECIAL]),
+        (THOUGHT + NEMOTRON_CALL + HELLO, HELLO, "I'm\nthinking", [SPECIAL]),
+    ],
+)
+def test_nemotron_nano_v2_llamacpp_cases(
+    text: str, content: str | None, reasoning: str | None, calls: Calls
+) -> None:
+    # llama.cpp parses these with the reasoning block not forced open
+    for model in ("nvidia/NVIDIA-Nemotron-Nano-9B-v2", "nvidia/NVIDIA-Nemotron-Nano-12B-v2"):
+        msg = assert_stream_equals_whole(text, model, thinking_prefilled=False)
+        assert (msg["content"], msg.get("reasoning_content"), _calls(msg)) == (
+            content,
+            reasoning,
+            calls,
+        )
+
+
+@pytest.mark.parametrize("after", ["", HELLO, "\n\n"])
+def test_nemotron_nano_v2_call_after_prefilled_reasoning(after: str) -> None:
+    # the template's generation prompt opens <think>: the model closes it, then calls
+    text = "I'm\nthinking\n</think>\n\n" + NEMOTRON_CALL + after
+    msg = assert_stream_equals_whole(text, "nvidia/NVIDIA-Nemotron-Nano-9B-v2")
+    assert msg.get("reasoning_content") == "I'm\nthinking"
+    assert _calls(msg) == [SPECIAL]
+    assert (msg["content"] or "").strip() == after.strip()
+    assert "TOOLCALL" not in (msg.get("reasoning_content") or "")
+
+
+# ------------------------------------------------------------------ LFM2 / LFM2.5 by model id
+LFM2_IDS = [
+    "LiquidAI/LFM2-350M",
+    "LiquidAI/LFM2-700M",
+    "LiquidAI/LFM2-1.2B",
+    "LiquidAI/LFM2-2.6B",
+    "LiquidAI/LFM2-1.2B-Tool",
+    "LiquidAI/LFM2-8B-A1B",
+]
+LFM25_IDS = ["LiquidAI/LFM2.5-1.2B-Instruct", "LiquidAI/LFM2.5-1.2B-Thinking"]
+
+
+def test_lfm2_ids_resolve() -> None:
+    for model in LFM2_IDS:
+        assert chatfmt.get_template(model).name == "lfm2", model
+    for model in LFM25_IDS:
+        assert chatfmt.get_template(model).name == "lfm2.5", model
+    assert chatfmt.get_template("LiquidAI/LFM2.5-8B-A1B").name == "lfm2.5-moe"
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [c[2:] for c in PEER_CASES if c[1] == "lfm2"],
+    ids=[c[0] for c in PEER_CASES if c[1] == "lfm2"],
+)
+def test_lfm2_vllm_cases_by_model_id(text: str, calls: Calls, content: str | None) -> None:
+    # vLLM tests/tool_parsers/test_lfm2_tool_parser.py (the cases in _pythonic_cases.py)
+    for model in ("LiquidAI/LFM2-1.2B", "LiquidAI/LFM2.5-1.2B-Thinking"):
+        msg = assert_stream_equals_whole(text + "<|im_end|>", model)
+        assert _calls(msg) == calls
+        assert msg["content"] == content
+
+
+def test_lfm2_prompt_with_tools_matches_llamacpp() -> None:
+    # llama.cpp tests/test-chat.cpp, "LFM2 format tests": the prompt with tools (its
+    # template writes no BOS; LFM2's writes <|startoftext|> first)
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "special_function",
+            "description": "I'm special",
+            "parameters": {
+                "type": "object",
+                "properties": {"arg1": {"type": "integer", "description": "The arg."}},
+                "required": ["arg1"],
+            },
+        },
+    }
+    got = chatfmt.render(
+        [{"role": "user", "content": "Hey there!"}], "LiquidAI/LFM2-1.2B", tools=[tool]
+    )
+    assert got == (
+        "<|startoftext|><|im_start|>system\nList of tools: <|tool_list_start|>"
+        + json.dumps([tool])
+        + "<|tool_list_end|><|im_end|>\n<|im_start|>user\nHey there!<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+
+
+# ------------------------------------------- any template with any parser (--tool-call-parser)
+LLAMA32 = ("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-3B-Instruct")
+VLLM_PYTHONIC = DATA / "vllm-tool_chat_template_llama3.2_pythonic.jinja"
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [c[2:] for c in PEER_CASES if c[1] == "pythonic"],
+    ids=[c[0] for c in PEER_CASES if c[1] == "pythonic"],
+)
+def test_llama32_pythonic_vllm_cases(text: str, calls: Calls, content: str | None) -> None:
+    # vLLM tests/tool_parsers/test_pythonic_tool_parser.py, run as vLLM serves Llama 3.2 with
+    # --tool-call-parser pythonic: the model's template, the named parser
+    for model in LLAMA32:
+        msg = assert_stream_equals_whole(text + "<|eot_id|>", model, parser="pythonic")
+        assert (_calls(msg), msg["content"]) == (calls, content)
+        assert msg.finish_reason == ("tool_calls" if calls else "stop")
+        paired = chatfmt.with_tool_parser(model, "pythonic")
+        assert assert_stream_equals_whole(text + "<|eot_id|>", paired) == msg
+
+
+def test_with_tool_parser_pairs_vllms_pythonic_template() -> None:
+    # vLLM examples/tool_chat_template_llama3.2_pythonic.jinja + --tool-call-parser pythonic
+    tpl = chatfmt.with_tool_parser(VLLM_PYTHONIC, "pythonic")
+    assert tpl.tool_parser == "pythonic" and tpl.name.endswith("+pythonic")
+    assert chatfmt.with_tool_parser(tpl, "pythonic") is tpl
+    weather = _tool("get_weather", city="string")
+    prompt = tpl.render([{"role": "user", "content": "Weather in Paris?"}], tools=[weather])
+    base = chatfmt.get_template(VLLM_PYTHONIC)
+    assert prompt == base.render(
+        [{"role": "user", "content": "Weather in Paris?"}], tools=[weather]
+    )
+    assert "respond with a python list of the calls" in prompt
+    # what the template writes for a call, the parser reads back (numbers: the template
+    # writes a string argument without quotes, ``city=Paris``, which no parser reads)
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "get_forecast", "arguments": '{"days": 3}'},
+    }
+    conv = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    written = tpl.render(conv, add_generation_prompt=False)
+    reply = written.rsplit("<|end_header_id|>\n\n", 1)[1]
+    assert reply == "[get_forecast(days=3)]<|eot_id|>"
+    msg = assert_stream_equals_whole(reply, tpl)
+    assert _calls(msg) == [("get_forecast", {"days": 3})]
+    with pytest.raises(ChatFmtError, match="unknown tool parser 'nope'"):
+        chatfmt.with_tool_parser(VLLM_PYTHONIC, "nope")
+
+
+runner = CliRunner()
+
+
+def test_cli_parse_with_a_named_parser(tmp_path: Path) -> None:
+    out = tmp_path / "out.txt"
+    out.write_text("[get_weather(city='Paris')]<|eot_id|>", encoding="utf-8")
+    args = ["parse", "-t", "meta-llama/Llama-3.2-3B-Instruct", "--parser", "pythonic", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    assert got["finish_reason"] == "tool_calls"
+    (call,) = got["message"]["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    streamed = runner.invoke(app, [*args, "--stream"])
+    assert streamed.exit_code == 0, streamed.output
+    assert json.loads(streamed.stdout.splitlines()[-1])["finish_reason"] == "tool_calls"
+    bad = runner.invoke(app, [*args[:-1], "--parser", "nope", str(out)])
+    assert bad.exit_code != 0 and "unknown tool parser 'nope'" in bad.output
+
+
+def _template_of(spec: ModelSpec) -> chatfmt.Template:
+    async def build() -> chatfmt.Template:
+        entry = await build_model(spec)
+        await entry.backend.aclose()
+        return entry.template
+
+    return asyncio.run(build())
+
+
+def test_serve_pairs_a_tool_parser(tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/v1"  # never contacted: the template is given
+    spec = ModelSpec("l", url, template=str(VLLM_PYTHONIC), tool_parser="pythonic")
+    assert _template_of(spec).tool_parser == "pythonic"
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[models.l]\nbackend = "{url}"\ntemplate = "{LLAMA32[1]}"\ntool_parser = "pythonic"\n'
+    )
+    (spec,), _limits = load_config(config)
+    assert spec.tool_parser == "pythonic"
+    paired = _template_of(spec)
+    assert paired.name == "llama3.2+pythonic"
+    with pytest.raises(ChatFmtError, match="model 'l': unknown tool parser"):
+        _template_of(ModelSpec("l", url, template=LLAMA32[1], tool_parser="nope"))
+    engine = ScriptedBackend(["[get_weather(city='Paris')]"])
+    served = create_app({"l": ModelEntry("l", engine, paired)})
+    body = {
+        "model": "l",
+        "messages": [{"role": "user", "content": "Weather in Paris?"}],
+        "tools": [_tool("get_weather", city="string")],
+    }
+    with TestClient(served) as http:
+        res = http.post("/v1/chat/completions", json=body)
+    assert res.status_code == 200, res.text
+    choice = res.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
