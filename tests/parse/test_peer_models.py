@@ -290,3 +290,45 @@ def test_serve_pairs_a_tool_parser(tmp_path: Path) -> None:
     assert choice["finish_reason"] == "tool_calls"
     (call,) = choice["message"]["tool_calls"]
     assert call["function"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+
+
+# ----------------------------------------------------------- Granite 3.2 thinking (phrases)
+# vLLM tests/reasoning/test_granite_reasoning_parser.py (the ``granite`` reasoning parser)
+START_REASONING, START_RESPONSE = "Here is my thought process:", "Here is my response:"
+
+
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        (
+            f"{START_REASONING}This is a reasoning section{START_RESPONSE}This is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+        ),
+        (
+            f"{START_REASONING}This is a reasoning section{START_RESPONSE}",
+            "This is a reasoning section",
+            None,
+        ),
+        ("This is content", None, "This is content"),
+        (
+            f"{START_REASONING}This\nThat{START_RESPONSE}This is the rest\nThat",
+            "This\nThat",
+            "This is the rest\nThat",
+        ),
+        # the streaming subcases' texts: the phrases and the spaces around them are markup
+        (f"{START_REASONING} foo {START_RESPONSE} bar", "foo", "bar"),
+        (f"{START_REASONING} foo Here is Here was", "foo Here is Here was", None),
+        ("Here is my thought failure", None, "Here is my thought failure"),
+        # the short forms some quantized models write (vLLM accepts them too)
+        ("Here's my thought process:\n\nx\n\nHere's my response:\n\ny", "x", "y"),
+    ],
+)
+def test_granite32_thinking_vllm_cases(
+    text: str, reasoning: str | None, content: str | None
+) -> None:
+    model = "ibm-granite/granite-3.2-8b-instruct"
+    assert chatfmt.get_template(model).name == "granite3.2"
+    msg = assert_stream_equals_whole(text + "<|end_of_text|>", model, thinking=True)
+    assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
+    assert msg.finish_reason == "stop"
