@@ -332,3 +332,34 @@ def test_granite32_thinking_vllm_cases(
     msg = assert_stream_equals_whole(text + "<|end_of_text|>", model, thinking=True)
     assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
     assert msg.finish_reason == "stop"
+
+
+# -------------------------------------------------------------------- Llama 4 (pythonic calls)
+LLAMA4 = (
+    "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+    "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+)
+
+
+def test_llama4_template_is_the_official_one() -> None:
+    from _official import ollama_source
+
+    tpl = chatfmt.get_template(LLAMA4[0])
+    assert tpl is chatfmt.get_template(LLAMA4[1]) and tpl.name == "llama4"
+    # the chat template of the models' GGUF (Ollama's llama4, ../shared/reference)
+    assert tpl.jinja_source == ollama_source("library/llama4:latest")
+    assert chatfmt.get_template(tpl.jinja_source).name == "llama4"
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [c[2:] for c in PEER_CASES if c[1] in ("pythonic", "llama4_pythonic")],
+    ids=[c[0] for c in PEER_CASES if c[1] in ("pythonic", "llama4_pythonic")],
+)
+def test_llama4_vllm_cases_by_model_id(text: str, calls: Calls, content: str | None) -> None:
+    # vLLM tests/tool_parsers/test_llama4_pythonic_tool_parser.py (and the pythonic cases it
+    # shares), parsed through the template the model id resolves to
+    for model in LLAMA4:
+        msg = assert_stream_equals_whole(text + "<|eot|>", model)
+        assert (_calls(msg), msg["content"]) == (calls, content)
+        assert msg.finish_reason == ("tool_calls" if calls else "stop")

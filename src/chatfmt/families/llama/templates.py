@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...jinja.packaged import PackagedTemplate
+from ...parsing.pythonic import PythonicParser
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, text_beside_calls
@@ -24,8 +26,10 @@ from .markers import (
     BOS,
     END_HEADER_ID,
     END_OF_TEXT,
+    EOM,
     EOM_ID,
     EOS,
+    EOT,
     EOT_ID,
     FINETUNE_RIGHT_PAD_ID,
     INST,
@@ -465,4 +469,34 @@ LLAMA32 = Llama32Template()
 LLAMA33 = Llama33Template()
 
 #: This module's templates, added to the registry in this order (see chatfmt.families).
-TEMPLATES: tuple[Template, ...] = (LLAMA2, LLAMA2_SEED, LLAMA3, LLAMA31, LLAMA32, LLAMA33)
+#: Llama 4 Scout / Maverick: the official Jinja (the chat template of the models' GGUF, the
+#: same for both). Calls are read as the peers read them (vLLM's ``llama4_pythonic``):
+#: ``[f(a=1)]``, bare or in ``<|python_start|>``; the template itself writes past calls as
+#: ``{"name": …, "parameters": …}`` JSON (``parser="llama4_json"`` reads that form).
+LLAMA4 = PackagedTemplate(
+    "meta-llama-Llama-4-Scout-17B-16E-Instruct.jinja",
+    name="llama4",
+    aliases=("llama-4",),
+    model_ids=(
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Scout-17B-16E",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+        "meta-llama/Llama-4-Maverick-17B-128E",
+    ),
+    model_patterns=(r"llama-4-(scout|maverick)",),
+    tool_parser=PythonicParser,
+    generation=GenerationConfig(stop_words=(EOT, EOM), session_len=1048576),
+    variables={"bos_token": BEGIN_OF_TEXT, "eos_token": EOT},
+    description="Llama 4: <|header_start|>role<|header_end|>…<|eot|>; pythonic tool calls.",
+)
+
+TEMPLATES: tuple[Template, ...] = (
+    LLAMA2,
+    LLAMA2_SEED,
+    LLAMA3,
+    LLAMA31,
+    LLAMA32,
+    LLAMA33,
+    LLAMA4,
+)
