@@ -363,3 +363,299 @@ def test_llama4_vllm_cases_by_model_id(text: str, calls: Calls, content: str | N
         msg = assert_stream_equals_whole(text + "<|eot|>", model)
         assert (_calls(msg), msg["content"]) == (calls, content)
         assert msg.finish_reason == ("tool_calls" if calls else "stop")
+
+
+# ------------------------------------------------------------------------------- FunctionGemma
+FG = "google/functiongemma-270m-it"
+FG_CALL, FG_END = "<start_function_call>", "<end_function_call>"
+
+
+def _fg(body: str) -> str:
+    return FG_CALL + body + FG_END
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content", "tools"),
+    [
+        # vLLM tests/tool_parsers/test_functiongemma_tool_parser.py (TestExtractToolCalls)
+        ("Hello, how can I help you today?", [], "Hello, how can I help you today?", None),
+        (
+            _fg("call:get_weather{location:<escape>London<escape>}"),
+            [("get_weather", {"location": "London"})],
+            None,
+            None,
+        ),
+        (
+            _fg(
+                "call:get_weather{location:<escape>San Francisco<escape>,unit:<escape>celsius<escape>}"
+            ),
+            [("get_weather", {"location": "San Francisco", "unit": "celsius"})],
+            None,
+            None,
+        ),
+        (
+            "Let me check the weather for you. "
+            + _fg("call:get_weather{location:<escape>Paris<escape>}"),
+            [("get_weather", {"location": "Paris"})],
+            "Let me check the weather for you. ",  # vLLM strips the space; chatfmt keeps the bytes
+            None,
+        ),
+        (
+            _fg("call:get_weather{location:<escape>London<escape>}")
+            + _fg("call:get_time{timezone:<escape>UTC<escape>}"),
+            [("get_weather", {"location": "London"}), ("get_time", {"timezone": "UTC"})],
+            None,
+            None,
+        ),
+        # TestExtractToolCallsStreaming (its chunks joined; every chunking is streamed here):
+        # no comma between the arguments, numbers typed by the tool's schema
+        (
+            _fg("call:get_weather{city:<escape>NYC<escape>unit:<escape>celsius<escape>}"),
+            [("get_weather", {"city": "NYC", "unit": "celsius"})],
+            None,
+            None,
+        ),
+        (
+            _fg(
+                "call:search{query:<escape>python<escape>limit:<escape>10<escape>sort:<escape>relevance<escape>}"
+            ),
+            [("search", {"query": "python", "limit": 10, "sort": "relevance"})],
+            None,
+            [_tool("search", query="string", limit="integer", sort="string")],
+        ),
+        # Ollama model/parsers/functiongemma_test.go (TestFunctionGemmaParser)
+        ("Hello, world!", [], "Hello, world!", None),
+        (
+            "Let me check." + _fg("call:get_weather{city:<escape>Paris<escape>}"),
+            [("get_weather", {"city": "Paris"})],
+            "Let me check.",
+            None,
+        ),
+        (_fg("call:add{a:1,b:2}"), [("add", {"a": 1, "b": 2})], None, None),
+        (
+            _fg("call:set_flag{enabled:true,verbose:false}"),
+            [("set_flag", {"enabled": True, "verbose": False})],
+            None,
+            None,
+        ),
+        (
+            _fg("call:process{items:[<escape>a<escape>,<escape>b<escape>,<escape>c<escape>]}"),
+            [("process", {"items": ["a", "b", "c"]})],
+            None,
+            None,
+        ),
+        (
+            _fg("call:update{data:{name:<escape>test<escape>,value:42}}"),
+            [("update", {"data": {"name": "test", "value": 42}})],
+            None,
+            None,
+        ),
+        (_fg("call:get_time{}"), [("get_time", {})], None, None),
+        ("The result is a <value> tag", [], "The result is a <value> tag", None),
+        (_fg("call:set_temp{value:3.14}"), [("set_temp", {"value": 3.14})], None, None),
+        (_fg("call:test{}") + "Done!", [("test", {})], "Done!", None),
+    ],
+)
+def test_functiongemma_peer_cases(
+    text: str, calls: Calls, content: str | None, tools: list[dict[str, Any]] | None
+) -> None:
+    assert chatfmt.get_template(FG).name == "functiongemma"
+    msg = assert_stream_equals_whole(text + "<end_of_turn>", FG, tools=tools)
+    assert (_calls(msg), msg["content"]) == (calls, content)
+
+
+def _fg_tool(name: str, description: str, **props: tuple[str, str]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {k: {"type": t, "description": d} for k, (t, d) in props.items()},
+            },
+        },
+    }
+
+
+FG_WEATHER = _fg_tool("get_weather", "Get weather", city=("string", "City"))
+FG_TIME = _fg_tool("get_time", "Get current time", timezone=("string", "Timezone"))
+FG_DECL_WEATHER = (
+    "<start_function_declaration>declaration:get_weather{description:<escape>Get weather<escape>,"
+    "parameters:{properties:{city:{description:<escape>City<escape>,type:<escape>STRING<escape>}},"
+    "type:<escape>OBJECT<escape>}}<end_function_declaration>"
+)
+FG_DECL_TIME = (
+    "<start_function_declaration>declaration:get_time{description:<escape>Get current time<escape>,"
+    "parameters:{properties:{timezone:{description:<escape>Timezone<escape>,type:<escape>STRING"
+    "<escape>}},type:<escape>OBJECT<escape>}}<end_function_declaration>"
+)
+FG_DEV = "<bos><start_of_turn>developer\nYou can do function calling with the following functions:"
+
+
+def _fg_call(name: str, args: str, call_id: str = "c0") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "tools", "expected"),
+    [
+        # Ollama model/renderers/functiongemma_test.go (TestFunctionGemmaRenderer)
+        (
+            [{"role": "user", "content": "Hello!"}],
+            None,
+            "<bos><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n",
+        ),
+        (
+            [
+                {"role": "system", "content": "You are helpful"},
+                {"role": "user", "content": "Hello!"},
+            ],
+            None,
+            "<bos><start_of_turn>developer\nYou are helpful<end_of_turn>\n<start_of_turn>user\n"
+            "Hello!<end_of_turn>\n<start_of_turn>model\n",
+        ),
+        (
+            [
+                {"role": "developer", "content": "Be concise."},
+                {"role": "user", "content": "Weather?"},
+            ],
+            [FG_WEATHER],
+            "<bos><start_of_turn>developer\nBe concise.\nYou can do function calling with the "
+            "following functions:" + FG_DECL_WEATHER + "<end_of_turn>\n<start_of_turn>user\n"
+            "Weather?<end_of_turn>\n<start_of_turn>model\n",
+        ),
+        (
+            [
+                {"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "Hello!"},
+                {"role": "user", "content": "More"},
+            ],
+            None,
+            "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<start_of_turn>user\nMore<end_of_turn>\n<start_of_turn>model\n",
+        ),
+        (
+            [
+                {"role": "user", "content": "Weather?"},
+                {
+                    "role": "assistant",
+                    "content": "Let me check.",
+                    "tool_calls": [_fg_call("get_weather", '{"city": "Paris"}')],
+                },
+                {"role": "tool", "tool_call_id": "c0", "content": "Sunny"},
+            ],
+            [FG_WEATHER],
+            FG_DEV + FG_DECL_WEATHER + "<end_of_turn>\n<start_of_turn>user\nWeather?<end_of_turn>\n"
+            "<start_of_turn>model\nLet me check.<start_function_call>call:get_weather{city:<escape>"
+            "Paris<escape>}<end_function_call><start_function_response>response:get_weather{<escape>"
+            "Sunny<escape>}<end_function_response>",
+        ),
+        (
+            [
+                {"role": "user", "content": "Weather and time?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        _fg_call("get_weather", '{"city": "Paris"}'),
+                        _fg_call("get_time", '{"timezone": "UTC"}', "c1"),
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "c0", "content": "Sunny"},
+                {"role": "tool", "tool_call_id": "c1", "content": "12:00"},
+            ],
+            [FG_WEATHER, FG_TIME],
+            FG_DEV + FG_DECL_WEATHER + FG_DECL_TIME + "<end_of_turn>\n<start_of_turn>user\nWeather "
+            "and time?<end_of_turn>\n<start_of_turn>model\n<start_function_call>call:get_weather{city:"
+            "<escape>Paris<escape>}<end_function_call><start_function_call>call:get_time{timezone:"
+            "<escape>UTC<escape>}<end_function_call><start_function_response>response:get_weather{"
+            "<escape>Sunny<escape>}<end_function_response><start_function_response>response:get_time{"
+            "<escape>12:00<escape>}<end_function_response>",
+        ),
+        (
+            [
+                {"role": "user", "content": "Add"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_fg_call("add", '{"a": 1, "b": 2}')],
+                },
+                {"role": "tool", "tool_call_id": "c0", "content": "3"},
+            ],
+            [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "add",
+                        "description": "Add numbers",
+                        "parameters": {
+                            "type": "object",
+                            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                        },
+                    },
+                }
+            ],
+            FG_DEV + "<start_function_declaration>declaration:add{description:<escape>Add numbers"
+            "<escape>,parameters:{properties:{a:{description:<escape><escape>,type:<escape>NUMBER"
+            "<escape>},b:{description:<escape><escape>,type:<escape>NUMBER<escape>}},type:<escape>"
+            "OBJECT<escape>}}<end_function_declaration><end_of_turn>\n<start_of_turn>user\nAdd"
+            "<end_of_turn>\n<start_of_turn>model\n<start_function_call>call:add{a:1,b:2}"
+            "<end_function_call><start_function_response>response:add{<escape>3<escape>}"
+            "<end_function_response>",
+        ),
+        (
+            [
+                {"role": "user", "content": "Weather?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_fg_call("get_weather", '{"city": "Paris"}')],
+                },
+                {"role": "tool", "tool_call_id": "c0", "content": "Sunny"},
+                {"role": "user", "content": "Thanks! What about London?"},
+            ],
+            [FG_WEATHER],
+            FG_DEV + FG_DECL_WEATHER + "<end_of_turn>\n<start_of_turn>user\nWeather?<end_of_turn>\n"
+            "<start_of_turn>model\n<start_function_call>call:get_weather{city:<escape>Paris<escape>}"
+            "<end_function_call><start_function_response>response:get_weather{<escape>Sunny<escape>}"
+            "<end_function_response>Thanks! What about London?<end_of_turn>\n<start_of_turn>model\n",
+        ),
+    ],
+)
+def test_functiongemma_prompts_match_ollama(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, expected: str
+) -> None:
+    tpl = chatfmt.get_template(FG)
+    assert tpl.render(messages, tools=tools) == expected
+    assert "".join(s.text for s in tpl.segments(messages, tools=tools)) == expected
+
+
+def test_functiongemma_required_parameters_and_calls_parse_back() -> None:
+    # Ollama's tool_with_required_params case: required names are <escape>-quoted
+    tool = _fg_tool(
+        "get_weather",
+        "Gets the weather for a given city",
+        city=("string", "City Name"),
+        country=("string", "Country Name"),
+    )
+    tool["function"]["parameters"]["required"] = ["city"]
+    got = chatfmt.render([{"role": "user", "content": "Weather?"}], FG, tools=[tool])
+    assert (
+        "country:{description:<escape>Country Name<escape>,type:<escape>STRING<escape>}},"
+        "required:[<escape>city<escape>],type:<escape>OBJECT<escape>}}" in got
+    )
+    # what the template writes for a call, the parser reads back
+    args = {"city": "Paris", "days": 3, "opts": {"unit": "C", "alerts": [True, None]}}
+    conv = [
+        {"role": "user", "content": "Weather?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_fg_call("get_weather", json.dumps(args))],
+        },
+    ]
+    written = chatfmt.render(conv, FG, add_generation_prompt=False)
+    reply = written.rsplit("<start_of_turn>model\n", 1)[1]
+    msg = assert_stream_equals_whole(reply, FG)
+    assert _calls(msg) == [("get_weather", args)]

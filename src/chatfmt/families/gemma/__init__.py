@@ -6,12 +6,13 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolParsers
-from .parser import Gemma4Parser, Gemma4Reasoning
+from .parser import FunctionGemmaParser, Gemma4Parser, Gemma4Reasoning
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
     Gemma4Parser: (),
+    FunctionGemmaParser: (),
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {
@@ -22,6 +23,7 @@ __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
     "TOOL_PARSERS",
+    "FunctionGemmaParser",
     "Gemma4Parser",
     "Gemma4Reasoning",
 ]
