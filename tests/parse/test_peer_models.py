@@ -659,3 +659,58 @@ def test_functiongemma_required_parameters_and_calls_parse_back() -> None:
     reply = written.rsplit("<start_of_turn>model\n", 1)[1]
     msg = assert_stream_equals_whole(reply, FG)
     assert _calls(msg) == [("get_weather", args)]
+
+
+# ---------------------------------------------------------------------------------- ERNIE 4.5
+# vLLM tests/tool_parsers/test_ernie45_moe_tool_parser.py
+ERNIE_TEMP = '<tool_call>\n{"name": "get_current_temperature", "arguments": {"location": "Beijing"}}\n</tool_call>\n'
+ERNIE_UNIT = (
+    '<tool_call>\n{"name": "get_temperature_unit", "arguments": {"location": "Guangzhou", "unit": "c"}}\n'
+    "</tool_call>\n"
+)
+TEMP_CALL = ("get_current_temperature", {"location": "Beijing"})
+UNIT_CALL = ("get_temperature_unit", {"location": "Guangzhou", "unit": "c"})
+ERNIE_THOUGHT = "I need to call two tools to handle these two issues separately.\n</think>\n\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [
+        ("This is a test", [], "This is a test"),
+        (ERNIE_TEMP, [TEMP_CALL], None),
+        (ERNIE_TEMP + ERNIE_UNIT, [TEMP_CALL, UNIT_CALL], None),
+        # the tool parser alone: vLLM's content is the text before the calls, stripped
+        (ERNIE_THOUGHT + ERNIE_TEMP + ERNIE_UNIT, [TEMP_CALL, UNIT_CALL], ERNIE_THOUGHT),
+    ],
+)
+def test_ernie45_tool_parser_vllm_cases(text: str, calls: Calls, content: str | None) -> None:
+    msg = assert_stream_equals_whole(text, "ernie45")
+    assert _calls(msg) == calls
+    assert (msg["content"] or "").strip() == (content or "").strip()
+    # with the reasoning parser, as vLLM serves ERNIE-4.5-21B-A3B-Thinking (the prompt opens
+    # the reasoning): the text before </think> is reasoning, the calls stay calls
+    if "</think>" in text:
+        both = assert_stream_equals_whole(
+            text, parser="ernie45", reasoning_parser="ernie45", thinking_prefilled=True
+        )
+        assert both.get("reasoning_content") == ERNIE_THOUGHT.split("\n</think>")[0]
+        assert _calls(both) == calls and both["content"] is None
+
+
+# vLLM tests/reasoning/test_ernie45_reasoning_parser.py
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        ("abc</think>def", "abc", "def"),
+        ("abc", "abc", None),
+        ("abc</think>", "abc", None),
+        ("abc\nABC</think>def\nDEF", "abc\nABC", "def\nDEF"),
+        # the answer in <response> tags (markup), as the model writes it
+        ("abc\n</think>\n\n<response>\ndef\n</response>\n", "abc", "def"),
+    ],
+)
+def test_ernie45_reasoning_vllm_cases(text: str, reasoning: str, content: str | None) -> None:
+    msg = assert_stream_equals_whole(
+        text, parser="ernie45", reasoning_parser="ernie45", thinking_prefilled=True
+    )
+    assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
