@@ -714,3 +714,87 @@ def test_ernie45_reasoning_vllm_cases(text: str, reasoning: str, content: str | 
         text, parser="ernie45", reasoning_parser="ernie45", thinking_prefilled=True
     )
     assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
+
+
+# ---------------------------------------------------------------------------------- Magistral
+MAGISTRAL = ("mistralai/Magistral-Small-2509", "mistralai/Magistral-Medium-2509")
+
+
+def test_magistral_ids_resolve_to_mistrals_reasoning_format() -> None:
+    for model in MAGISTRAL:
+        tpl = chatfmt.get_template(model)
+        assert tpl.name == "magistral"
+        assert (tpl.tool_parser, tpl.reasoning_parser) == ("mistral", "mistral_think")
+    # no default system prompt: the caller passes the model card's
+    ask = [{"role": "user", "content": "hi"}]
+    assert chatfmt.render(ask, MAGISTRAL[0]) == "<s>[INST]hi[/INST]"
+    system = [{"role": "system", "content": "Think first."}, *ask]
+    assert chatfmt.render(system, MAGISTRAL[0]) == (
+        "<s>[SYSTEM_PROMPT]Think first.[/SYSTEM_PROMPT][INST]hi[/INST]"
+    )
+
+
+# vLLM tests/reasoning/test_mistral_reasoning_parser.py (tokenizer: Magistral-Small-2509); the
+# cases whose output starts inside the block are parsed as vLLM does, with the block open
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content", "prefilled"),
+    [
+        (
+            "[THINK]This is a reasoning section[/THINK]This is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+            False,
+        ),
+        ("[THINK]This is a reasoning section[/THINK]", "This is a reasoning section", None, False),
+        (
+            "[THINK]This\nThat[/THINK]This is the rest\nThat",
+            "This\nThat",
+            "This is the rest\nThat",
+            False,
+        ),
+        ("[THINK]This is a reasoning section", "This is a reasoning section", None, False),
+        (
+            "\n[THINK]This is a reasoning section[/THINK]\nThis is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+            False,
+        ),
+        (
+            "This is a reasoning section[/THINK]This is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+            True,
+        ),
+        ("This is a reasoning section[/THINK]", "This is a reasoning section", None, True),
+        ("This is content", "This is content", None, True),
+        ("This\nThat[/THINK]This is the rest\nThat", "This\nThat", "This is the rest\nThat", True),
+        ("[/THINK]This is the rest", None, "This is the rest", True),
+    ],
+)
+def test_magistral_reasoning_vllm_cases(
+    text: str, reasoning: str | None, content: str | None, prefilled: bool
+) -> None:
+    for model in MAGISTRAL:
+        msg = assert_stream_equals_whole(text + "</s>", model, thinking_prefilled=prefilled)
+        assert (msg.get("reasoning_content") or None, msg["content"]) == (reasoning, content)
+
+
+# vLLM tests/tool_parsers/test_mistral_tool_parser.py (the v11+ form with [ARGS])
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        (
+            '[TOOL_CALLS]add_this_and_that[ARGS]{"a": 3.5, "b": 4}',
+            [("add_this_and_that", {"a": 3.5, "b": 4})],
+        ),
+        (
+            '[TOOL_CALLS]add[ARGS]{"a": 3.5, "b": 4}[TOOL_CALLS]multiply[ARGS]{"a": 3, "b": 6}',
+            [("add", {"a": 3.5, "b": 4}), ("multiply", {"a": 3, "b": 6})],
+        ),
+    ],
+)
+def test_magistral_calls_after_reasoning(text: str, calls: Calls) -> None:
+    for model in MAGISTRAL:
+        msg = assert_stream_equals_whole("[THINK]Add them.[/THINK]" + text + "</s>", model)
+        assert msg.get("reasoning_content") == "Add them."
+        assert _calls(msg) == calls and msg["content"] is None
