@@ -798,3 +798,25 @@ def test_magistral_calls_after_reasoning(text: str, calls: Calls) -> None:
         msg = assert_stream_equals_whole("[THINK]Add them.[/THINK]" + text + "</s>", model)
         assert msg.get("reasoning_content") == "Add them."
         assert _calls(msg) == calls and msg["content"] is None
+
+
+def test_llama4_reads_the_calls_its_template_writes() -> None:
+    # the official template writes a past call as <|python_start|>TEXT<|python_end|> + JSON
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    conv = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": " Let me check.", "tool_calls": [call]},
+    ]
+    written = chatfmt.render(conv, LLAMA4[0], add_generation_prompt=False)
+    reply = written.rsplit("<|header_end|>\n\n", 1)[1]
+    assert reply.startswith("<|python_start|> Let me check.<|python_end|>{")
+    msg = assert_stream_equals_whole(reply, LLAMA4[0])
+    assert msg["content"] == " Let me check."
+    assert _calls(msg) == [("get_weather", {"city": "Paris"})]
+    # a JSON object that is not a call stays prose
+    prose = assert_stream_equals_whole('I think {"a": 1} is JSON.<|eot|>', LLAMA4[0])
+    assert prose["content"] == 'I think {"a": 1} is JSON.' and not prose.get("tool_calls")

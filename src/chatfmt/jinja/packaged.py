@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import json
 from collections.abc import Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -179,6 +180,12 @@ class PackagedTemplate(JinjaTemplate):
         return tpl
 
 
+def _json_text(text: str) -> str:
+    """``text`` as it reads inside a JSON string (a template that writes a string with
+    ``tojson``, as Llama 4's does a tool result, keeps it escaped)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
     """The first (message index, field) whose data is missing from ``text``, or None.
 
@@ -190,7 +197,7 @@ def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
     last_user = users[-1] if users else -1
     for m in conv.messages:
         body = (m.content or "").strip()
-        if body and body not in text:
+        if body and body not in text and _json_text(body) not in text:
             return m.index, "content"
         for k, call in enumerate(m.tool_calls):
             if call.type == "function" and call.name not in text:

@@ -98,17 +98,17 @@ class Granite3(Template):
     """
 
     name = "granite3"
-    aliases = ("granite-3", "granite3.3", "granite-3.3", "granite3.1")
-    model_ids = (
+    aliases: tuple[str, ...] = ("granite-3", "granite3.3", "granite-3.3", "granite3.1")
+    model_ids: tuple[str, ...] = (
         "ibm-granite/granite-3.3-2b-instruct",
         "ibm-granite/granite-3.3-8b-instruct",
         "ibm-granite/granite-3.1-2b-instruct",
         "ibm-granite/granite-3.1-8b-instruct",
     )
-    model_patterns = (r"granite-?3(\.\d)?-\d+b-instruct", r"granite-?3")
+    model_patterns: tuple[str, ...] = (r"granite-?3(\.\d)?-\d+b-instruct", r"granite-?3")
     description = "Granite 3.x: <|start_of_role|>role<|end_of_role|>…<|end_of_text|>; <|tool_call|> JSON list."
     source = "official Jinja: ibm-granite-granite-3.3-2B-Instruct.jinja"
-    official_templates = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
+    official_templates: tuple[str, ...] = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
     supports_tools = True
     tool_parser_class = GraniteParser
     #: ``thinking=True`` output: ``<think>…</think><response>…</response>``.

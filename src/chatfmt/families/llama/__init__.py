@@ -8,13 +8,14 @@ from __future__ import annotations
 from ...parsing.pythonic import PythonicParser
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .markers import LLAMA3_JSON_FORMAT
-from .parser import Llama3JsonParser
+from .parser import Llama3JsonParser, Llama4Parser
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
     Llama3JsonParser: ("llama3", "llama3.1", "llama3.2", "llama4_json", "llama"),
-    PythonicParser: ("llama4_pythonic", "llama32_pythonic"),
+    PythonicParser: ("llama32_pythonic",),
+    Llama4Parser: ("llama4_pythonic",),
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
@@ -29,5 +30,6 @@ __all__ = [
     "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Llama3JsonParser",
+    "Llama4Parser",
     "PythonicParser",
 ]

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...jinja.packaged import PackagedTemplate
-from ...parsing.pythonic import PythonicParser
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, text_beside_calls
@@ -39,7 +38,7 @@ from .markers import (
     SYS_CLOSE,
     SYS_OPEN,
 )
-from .parser import Llama3JsonParser
+from .parser import Llama3JsonParser, Llama4Parser
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -471,8 +470,8 @@ LLAMA33 = Llama33Template()
 #: This module's templates, added to the registry in this order (see chatfmt.families).
 #: Llama 4 Scout / Maverick: the official Jinja (the chat template of the models' GGUF, the
 #: same for both). Calls are read as the peers read them (vLLM's ``llama4_pythonic``):
-#: ``[f(a=1)]``, bare or in ``<|python_start|>``; the template itself writes past calls as
-#: ``{"name": …, "parameters": …}`` JSON (``parser="llama4_json"`` reads that form).
+#: ``[f(a=1)]``, bare or in ``<|python_start|>``, and in the form the template itself writes
+#: past calls in (``<|python_start|>text<|python_end|>{"name": …, "parameters": …}``).
 LLAMA4 = PackagedTemplate(
     "meta-llama-Llama-4-Scout-17B-16E-Instruct.jinja",
     name="llama4",
@@ -485,7 +484,7 @@ LLAMA4 = PackagedTemplate(
         "meta-llama/Llama-4-Maverick-17B-128E",
     ),
     model_patterns=(r"llama-4-(scout|maverick)",),
-    tool_parser=PythonicParser,
+    tool_parser=Llama4Parser,
     generation=GenerationConfig(stop_words=(EOT, EOM), session_len=1048576),
     variables={"bos_token": BEGIN_OF_TEXT, "eos_token": EOT},
     description="Llama 4: <|header_start|>role<|header_end|>…<|eot|>; pythonic tool calls.",
