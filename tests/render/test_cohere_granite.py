@@ -253,7 +253,7 @@ G32_DOCS = [{"text": "Paris is in France."}, {"text": " 你好 <|end_of_text|>"}
 
 
 def test_granite32_copy_is_the_gguf_template() -> None:
-    assert G32 == ollama_source("library/granite3.2:8b")
+    assert ollama_source("library/granite3.2:8b") == G32
 
 
 @given(

@@ -313,7 +313,7 @@ class PythonicParser(BlockParser):
     States besides :class:`~.blocks.BlockParser`'s: :class:`Pythonic`.
     """
 
-    states = Pythonic
+    states: ClassVar[type[State] | None] = Pythonic
 
     name = "pythonic"
     special_markers: ClassVar[tuple[str, ...]] = ("<|python_start|>", "<|python_end|>")
