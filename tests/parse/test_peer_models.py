@@ -820,3 +820,55 @@ def test_llama4_reads_the_calls_its_template_writes() -> None:
     # a JSON object that is not a call stays prose
     prose = assert_stream_equals_whole('I think {"a": 1} is JSON.<|eot|>', LLAMA4[0])
     assert prose["content"] == 'I think {"a": 1} is JSON.' and not prose.get("tool_calls")
+
+
+# ---------------------------------------------------------------------------------- Jamba 1.7
+JAMBA = ("ai21labs/AI21-Jamba-Mini-1.7", "ai21labs/AI21-Jamba-Large-1.7")
+DALLAS = ("get_current_weather", {"city": "Dallas", "state": "TX", "unit": "fahrenheit"})
+ORLANDO = ("get_current_weather", {"city": "Orlando", "state": "FL", "unit": "fahrenheit"})
+_DALLAS_JSON = '{"name": "get_current_weather", "arguments": {"city": "Dallas", "state": "TX", "unit": "fahrenheit"}}'
+_ORLANDO_JSON = '{"name": "get_current_weather", "arguments": {"city": "Orlando", "state": "FL", "unit": "fahrenheit"}}'
+
+
+def test_jamba_template_resolves() -> None:
+    tpl = chatfmt.get_template(JAMBA[0])
+    assert tpl is chatfmt.get_template(JAMBA[1]) and tpl.name == "jamba-1.7"
+    # what r-rojo/rampipe checks its copy of the GGUF template renders (plus the BOS the
+    # tokenizer config gives)
+    assert tpl.render([{"role": "user", "content": "Hello, how are you?"}]) == (
+        "<|startoftext|><|bom|><|system|> <|eom|><|bom|><|user|> Hello, how are you?<|eom|>"
+        "<|bom|><|assistant|>"
+    )
+
+
+# vLLM tests/tool_parsers/test_jamba_tool_parser.py
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [
+        ("This is a test", [], "This is a test"),
+        (" <tool_calls>[\n    " + _DALLAS_JSON + "\n]</tool_calls>", [DALLAS], None),
+        (
+            " Sure! let me call the tool for you.<tool_calls>[\n    "
+            + _DALLAS_JSON
+            + "\n]</tool_calls>",
+            [DALLAS],
+            "Sure! let me call the tool for you.",
+        ),
+        (
+            " <tool_calls>[\n    " + _DALLAS_JSON + ",\n    " + _ORLANDO_JSON + "\n]</tool_calls>",
+            [DALLAS, ORLANDO],
+            None,
+        ),
+        (
+            '<tool_calls>[{"name": "get_current_weather", "arguments": {"city": "Dallas", "state": "TX"}}]</tool_calls>',
+            [("get_current_weather", {"city": "Dallas", "state": "TX"})],
+            None,
+        ),
+    ],
+)
+def test_jamba_vllm_cases_by_model_id(text: str, calls: Calls, content: str | None) -> None:
+    # vLLM's content keeps the space after <|assistant|>; the template writes that space
+    # itself before every reply, so chatfmt reads it as the template's (it renders back)
+    for model in JAMBA:
+        msg = assert_stream_equals_whole(text + "<|eom|>", model)
+        assert (_calls(msg), msg["content"]) == (calls, content)

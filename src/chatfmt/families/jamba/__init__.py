@@ -5,12 +5,9 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from ...template import Template
 from .. import ReasoningParsers, ToolParsers
 from .parser import JambaParser
-
-#: Jamba has no built-in template (its official Jinja template is served as is).
-TEMPLATES: tuple[Template, ...] = ()
+from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
@@ -24,5 +21,4 @@ __all__ = [
     "TEMPLATES",
     "TOOL_PARSERS",
     "JambaParser",
-    "Template",
 ]
