@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...jinja.inputs import Prepared
 from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
@@ -467,12 +468,38 @@ LLAMA31 = Llama31Template()
 LLAMA32 = Llama32Template()
 LLAMA33 = Llama33Template()
 
+
 #: This module's templates, added to the registry in this order (see chatfmt.families).
 #: Llama 4 Scout / Maverick: the official Jinja (the chat template of the models' GGUF, the
 #: same for both). Calls are read as the peers read them (vLLM's ``llama4_pythonic``):
 #: ``[f(a=1)]``, bare or in ``<|python_start|>``, and in the form the template itself writes
 #: past calls in (``<|python_start|>text<|python_end|>{"name": …, "parameters": …}``).
-LLAMA4 = PackagedTemplate(
+class Llama4Template(PackagedTemplate):
+    """Llama 4's official Jinja, with its one refusal that names no message made to name the
+    conversation: tools go into the first user message (``tools_in_user_message``, the
+    default), so tools without any message after the system prompt are refused up front."""
+
+    def _render_plain(
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
+    ) -> Any:
+        conv = prep.conv
+        if conv.tools and opts.get("tools_in_user_message", True):
+            msgs = conv.messages
+            if not msgs[1 if msgs and msgs[0].role == "system" else 0 :]:
+                raise ValidationError(
+                    "Cannot put tools in the first user message when there's no first user "
+                    "message! (pass tools_in_user_message=False, or add a user message)",
+                    field="messages",
+                )
+        return super()._render_plain(prep, opts, add_gen, when, merge)
+
+
+LLAMA4 = Llama4Template(
     "meta-llama-Llama-4-Scout-17B-16E-Instruct.jinja",
     name="llama4",
     aliases=("llama-4",),
