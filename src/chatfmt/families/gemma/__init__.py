@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import FUNCTIONGEMMA_FORMAT, GEMMA4_FORMAT
 from .parser import FunctionGemmaParser, Gemma4Parser, Gemma4Reasoning
 from .templates import TEMPLATES
 
@@ -19,9 +20,16 @@ REASONING_PARSERS: ReasoningParsers = {
     Gemma4Reasoning: (),
 }
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    Gemma4Parser: (GEMMA4_FORMAT,),
+    FunctionGemmaParser: (FUNCTIONGEMMA_FORMAT,),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "FunctionGemmaParser",
     "Gemma4Parser",

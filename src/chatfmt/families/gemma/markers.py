@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 BOS = "<bos>"
 CHANNEL_CLOSE = "<channel|>"
 CHANNEL_OPEN = "<|channel>"
@@ -21,3 +23,26 @@ END_FUNCTION_DECLARATION = "<end_function_declaration>"
 START_FUNCTION_RESPONSE = "<start_function_response>"
 END_FUNCTION_RESPONSE = "<end_function_response>"
 ESCAPE = "<escape>"
+
+#: Gemma 4: ``<|tool_call>call:NAME{k:<|"|>text<|"|>,n:3}<tool_call|>`` per call.
+GEMMA4_FORMAT = ToolCallFormat(
+    "gemma4",
+    "bare_keys",
+    call_begin=TOOL_CALL_OPEN + "call:",
+    name_sep="{",
+    call_end="}" + TOOL_CALL_CLOSE,
+    key_close=":",
+    value_open=QUOTE,
+    value_close=QUOTE,
+)
+#: FunctionGemma: ``<start_function_call>call:NAME{k:<escape>text<escape>,n:3}<end_function_call>``.
+FUNCTIONGEMMA_FORMAT = ToolCallFormat(
+    "functiongemma",
+    "bare_keys",
+    call_begin=START_FUNCTION_CALL + "call:",
+    name_sep="{",
+    call_end="}" + END_FUNCTION_CALL,
+    key_close=":",
+    value_open=ESCAPE,
+    value_close=ESCAPE,
+)
