@@ -18,7 +18,7 @@ from .parser import JambaParser
 JAMBA_17 = PackagedTemplate(
     "ai21labs-AI21-Jamba-Mini-1.7.jinja",
     name="jamba-1.7",
-    aliases=("jamba", "jamba-mini-1.7", "jamba-large-1.7"),
+    aliases=("jamba-mini-1.7", "jamba-large-1.7"),
     model_ids=("ai21labs/AI21-Jamba-Mini-1.7", "ai21labs/AI21-Jamba-Large-1.7"),
     model_patterns=(r"jamba-(mini|large)-1\.7",),
     tool_parser=JambaParser,
