@@ -84,6 +84,9 @@ class Agent:
     ``{"type": "function", "function": {"name": …}}``) applies to the first model call of
     each :meth:`chat`; later calls (after the tools' results) are ``"auto"``.
     ``parallel_tool_calls=False`` constrains each reply to one call at most.
+    ``strict_history=True`` renders the history only as the official template does: a reply
+    it cannot write whole (text beside tool calls) is an error instead of being written as
+    the model wrote it (see docs/rendering.md).
     """
 
     def __init__(
@@ -99,8 +102,10 @@ class Agent:
         sampling: Mapping[str, Any] | None = None,
         tool_choice: str | Mapping[str, Any] = "auto",
         parallel_tool_calls: bool = True,
+        strict_history: bool = False,
     ) -> None:
         self.backend = backend
+        self.strict_history = strict_history
         self.template = get_template(template)
         self.executor = ToolExecutor(tools, timeout=tool_timeout)
         self.interpreter = CodeInterpreter() if interpreter is True else interpreter or None
@@ -300,6 +305,7 @@ class Agent:
             tools=self.tool_definitions,
             options=self.options,
             tokenizer=getattr(self.backend, "tokenizer", None),
+            strict_history=self.strict_history,
         )
         if prompt.messages is not history:
             history[:] = prompt.messages

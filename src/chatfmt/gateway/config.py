@@ -11,6 +11,7 @@ A config file maps model names to a backend, a template and an optional tokenize
     backend_model = "Qwen/Qwen2.5-7B-Instruct"  # optional: the model name sent to the backend
     backend_api_key_env = "VLLM_API_KEY"    # optional: where the backend's key is (or backend_api_key)
     backend_kind = "vllm"                   # optional: the engine (default: detected)
+    strict_history = true                   # optional: official bytes or a 400 (default false)
 
     [limits]
     max_body_bytes = 8388608
@@ -52,6 +53,8 @@ class ModelSpec:
     #: --tool-call-parser), see chatfmt.with_tool_parser
     tool_parser: str | None = None
     backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
+    #: render history as the official template does, or refuse it (docs/rendering.md)
+    strict_history: bool = False
 
     def __repr__(self) -> str:  # never show the backend's key
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -71,7 +74,10 @@ _MODEL_KEYS = {
     "tool_format",
     "tool_parser",
     "backend_kind",
+    "strict_history",
 }
+#: Keys whose value is true or false (the others are non-empty strings).
+_BOOL_KEYS = {"strict_history"}
 
 
 def load_config(path: Path) -> tuple[list[ModelSpec], Limits]:
@@ -110,7 +116,10 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
             f"(known: {', '.join(sorted(_MODEL_KEYS))})"
         )
     for key, value in table.items():
-        if not isinstance(value, str) or not value:
+        if key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ChatFmtError(f"{where}.{key}: must be true or false")
+        elif not isinstance(value, str) or not value:
             raise ChatFmtError(f"{where}.{key}: must be a non-empty string")
     key = table.get("backend_api_key")
     env = table.get("backend_api_key_env")
@@ -129,6 +138,7 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
         tool_format=table.get("tool_format"),
         tool_parser=table.get("tool_parser"),
         backend_kind=_kind(where, table.get("backend_kind", "auto")),
+        strict_history=table.get("strict_history", False),
     )
 
 
@@ -215,7 +225,8 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         from ..tokens import load_tokenizer
 
         tokenizer = load_tokenizer(spec.tokenizer)
-    return ModelEntry(spec.name or _default_name(backend, template), backend, template, tokenizer)
+    name = spec.name or _default_name(backend, template)
+    return ModelEntry(name, backend, template, tokenizer, strict_history=spec.strict_history)
 
 
 def _default_name(backend: Any, template: Any) -> str:

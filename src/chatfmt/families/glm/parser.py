@@ -63,6 +63,7 @@ class ChatGLM3Parser(BlockParser):
         self.kwargs: KwargsCall | None = None
         self._meta = ""
         self._lstrip = False
+        self._opening = True  # the metadata line that opens the reply comes next
         self._name = ""
         self._index = 0
         self.state = _ChatGLM.META
@@ -76,6 +77,15 @@ class ChatGLM3Parser(BlockParser):
         if end < len(self.buf) and self.buf[end] == "\n":
             meta = m.group(1) or ""
             self._meta = self.buf[self.pos : end + 1]
+            if not meta and self._opening and self.out.separators.before_content:
+                # the reply's first segment is text: its whitespace goes to the emitter,
+                # which leaves out the template's own ("\n " / "\n"), keeps the model's
+                # (without a template it is all markup, as the official parser strips it)
+                self.pos = end
+                self._opening = False
+                self.state = Block.TEXT
+                return True
+            self._opening = False
             self.pos = end + 1
             if not meta:
                 self._lstrip = True
@@ -87,6 +97,7 @@ class ChatGLM3Parser(BlockParser):
                 self._name = meta
                 self.state = _ChatGLM.BODY
             return True
+        self._opening = False
         self.state = Block.TEXT  # no metadata line: plain text
         return True
 
