@@ -35,6 +35,7 @@ def _specs(
     model_path: str | None,
     tool_format: str | None = None,
     backend_kind: str = "auto",
+    tool_parser: str | None = None,
     strict_history: bool = False,
 ) -> tuple[list[Any], Any]:
     from ..gateway.config import ModelSpec, load_config
@@ -61,6 +62,7 @@ def _specs(
         backend_api_key=backend_api_key,
         model_path=model_path,
         tool_format=tool_format,
+        tool_parser=tool_parser,
         backend_kind=backend_kind,
         strict_history=strict_history,
     )
@@ -148,6 +150,14 @@ def serve_cmd(
         str | None, typer.Option("--model-path", help="A GGUF file for the embedded backend.")
     ] = None,
     tool_format: PairedToolFormat = None,
+    tool_parser: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-parser",
+            help="Read tool calls with this tool parser (e.g. pythonic) instead of the "
+            "template's, as vLLM's --tool-call-parser.",
+        ),
+    ] = None,
     backend_kind: Annotated[
         str,
         typer.Option(
@@ -215,11 +225,20 @@ def serve_cmd(
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
     check_port(host, port)
-    per_model = (template, tokenizer, model_name, backend_model, model_path, tool_format)
+    per_model = (
+        template,
+        tokenizer,
+        model_name,
+        backend_model,
+        model_path,
+        tool_format,
+        tool_parser,
+    )
     if config is not None and (any(per_model) or backend != "embedded" or backend_kind != "auto"):
         raise fail(
             "--config describes the models: leave out --backend, --backend-kind, --template, "
-            "--tokenizer, --model-name, --backend-model, --model-path and --tool-format"
+            "--tokenizer, --model-name, --backend-model, --model-path, --tool-format and "
+            "--tool-parser"
         )
     metrics_dir = _metrics_dir() if workers > 1 else None
     try:
@@ -234,6 +253,7 @@ def serve_cmd(
             model_path,
             tool_format,
             backend_kind,
+            tool_parser,
             strict_history,
         )
         # with --workers: checks the configuration

@@ -74,7 +74,16 @@ TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "LFM2-8B-A1B.jinja",
         name="lfm2",
-        model_ids=("LiquidAI/LFM2-8B-A1B",),
+        model_ids=(
+            "LiquidAI/LFM2-8B-A1B",
+            "LiquidAI/LFM2-350M",
+            "LiquidAI/LFM2-700M",
+            "LiquidAI/LFM2-1.2B",
+            "LiquidAI/LFM2-2.6B",
+            "LiquidAI/LFM2-2.6B-Exp",
+        ),
+        # the task-tuned dense models (LFM2-1.2B-Tool, LFM2-350M-Extract, …) share the template
+        model_patterns=(r"^lfm2-(350m|700m|1\.2b|2\.6b)(-|$)",),
         aliases=("lfm2-8b-a1b",),
         tool_parser=LFM2Parser,
         reasoning_parser=ThinkParser,
@@ -104,7 +113,12 @@ TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "LFM2.5-Instruct.jinja",
         name="lfm2.5",
-        model_ids=("LiquidAI/LFM2.5-1.2B-Instruct",),
+        model_ids=(
+            "LiquidAI/LFM2.5-1.2B-Instruct",
+            "LiquidAI/LFM2.5-1.2B-Thinking",
+            "LiquidAI/LFM2.5-1.2B-JP",
+        ),
+        model_patterns=(r"^lfm2\.5-1\.2b-(instruct|thinking|jp)",),
         aliases=("lfm2.5-instruct",),
         tool_parser=LFM2Parser,
         reasoning_parser=ThinkParser,
