@@ -181,6 +181,10 @@ class Backend(abc.ABC):
         """
         raise UnsupportedFeatureError(f"{type(self).__name__} cannot tokenize")
 
+    async def ping(self) -> None:  # noqa: B027  (optional hook: nothing to check by default)
+        """Raise a :class:`~chatfmt.errors.BackendError` if the engine does not answer (a
+        cheap request, for health probes; by default there is nothing to check)."""
+
     async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
         """Release connections or models held by the backend."""
 

@@ -21,7 +21,7 @@ _WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
 
 def _specs(
     config: Path | None,
-    backend: str,
+    backend: str | tuple[str, ...],
     template: str | None,
     tokenizer: str | None,
     model_name: str | None,
@@ -97,11 +97,13 @@ def worker_app() -> Any:
 
 def serve_cmd(
     backend: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
-            "--backend", help="OpenAI-compatible completions URL ending in /v1, or 'embedded'."
+            "--backend",
+            help="OpenAI-compatible completions URL ending in /v1, or 'embedded'; repeat it "
+            "for one model served by several engines (a pool).",
         ),
-    ] = "embedded",
+    ] = None,
     template: Annotated[
         str | None,
         typer.Option(
@@ -174,7 +176,8 @@ def serve_cmd(
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
     per_model = (template, tokenizer, model_name, backend_model, model_path, tool_format)
-    if config is not None and (any(per_model) or backend != "embedded" or backend_kind != "auto"):
+    backends = tuple(backend or ["embedded"])
+    if config is not None and (any(per_model) or backend or backend_kind != "auto"):
         raise fail(
             "--config describes the models: leave out --backend, --backend-kind, --template, "
             "--tokenizer, --model-name, --backend-model, --model-path and --tool-format"
@@ -182,7 +185,7 @@ def serve_cmd(
     try:
         specs, limits = _specs(
             config,
-            backend,
+            backends[0] if len(backends) == 1 else backends,
             template,
             tokenizer,
             model_name,

@@ -3,7 +3,7 @@
 A config file maps model names to a backend, a template and an optional tokenizer::
 
     [models.qwen]
-    backend = "http://127.0.0.1:8001/v1"   # or "embedded"
+    backend = "http://127.0.0.1:8001/v1"   # or "embedded", or several URLs (a pool)
     template = "qwen2.5"                   # default: the server's model id / the GGUF's own
     tool_format = "hermes"                 # optional: for a template without one ("none": no pairing)
     tokenizer = "/models/qwen2.5"           # optional: ids for /v1/render, usage, length check
@@ -32,11 +32,12 @@ EMBEDDED = "embedded"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One served model before anything is loaded (``backend`` is a URL or ``"embedded"``;
+    """One served model before anything is loaded (``backend`` is a URL, several URLs — one
+    model served by several engines, see :mod:`chatfmt.backends.pool` — or ``"embedded"``;
     an empty ``name`` means the template's name)."""
 
     name: str
-    backend: str = EMBEDDED
+    backend: str | tuple[str, ...] = EMBEDDED
     template: str | None = None
     tokenizer: str | None = None
     backend_model: str | None = None
@@ -46,6 +47,17 @@ class ModelSpec:
     #: "none": no pairing), see chatfmt.tool_format
     tool_format: str | None = None
     backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
+
+    def __post_init__(self) -> None:
+        backend = self.backend
+        if not isinstance(backend, str):  # a list (from TOML or JSON): a tuple, one URL: a str
+            urls = tuple(backend)
+            object.__setattr__(self, "backend", urls[0] if len(urls) == 1 else urls)
+
+    @property
+    def backend_urls(self) -> tuple[str, ...]:
+        """The backend URLs (one for a single engine; ``("embedded",)`` for the embedded model)."""
+        return (self.backend,) if isinstance(self.backend, str) else self.backend
 
     def __repr__(self) -> str:  # never show the backend's key
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -103,6 +115,12 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
             f"(known: {', '.join(sorted(_MODEL_KEYS))})"
         )
     for key, value in table.items():
+        if key == "backend" and isinstance(value, list):
+            if not value or not all(isinstance(v, str) and v for v in value):
+                raise ChatFmtError(f"{where}.backend: must be a URL or a non-empty list of URLs")
+            if EMBEDDED in value and len(value) > 1:
+                raise ChatFmtError(f"{where}.backend: a pool of backends takes URLs, not embedded")
+            continue
         if not isinstance(value, str) or not value:
             raise ChatFmtError(f"{where}.{key}: must be a non-empty string")
     key = table.get("backend_api_key")
@@ -165,6 +183,9 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
     from ..tool_format import resolve_tool_format
 
     backend: Backend
+    urls = spec.backend_urls
+    if EMBEDDED in urls and len(urls) > 1:
+        raise ChatFmtError(f"model {spec.name!r}: a pool of backends takes URLs, not embedded")
     if spec.backend == EMBEDDED:
         from ..backends.llamacpp import LlamaCppBackend
 
@@ -173,12 +194,16 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         template = get_template(spec.template or embedded.model_path)
     else:
         from ..backends.openai import OpenAICompletionsBackend
+        from ..backends.pool import PoolBackend
 
-        remote = OpenAICompletionsBackend(
-            spec.backend,
-            model=spec.backend_model,
-            api_key=spec.backend_api_key,
-            kind=spec.backend_kind,
+        engines = [
+            OpenAICompletionsBackend(
+                url, model=spec.backend_model, api_key=spec.backend_api_key, kind=spec.backend_kind
+            )
+            for url in urls
+        ]
+        remote: OpenAICompletionsBackend | PoolBackend = (
+            engines[0] if len(engines) == 1 else PoolBackend(engines)
         )
         backend = remote
         if spec.template is not None:
