@@ -22,6 +22,7 @@ from starlette.types import Receive, Scope, Send
 from ..errors import ChatFmtError
 from . import openai_chat
 from .chat import Prepared, check_length, completion_request, prepare
+from .choices import Choices
 from .errors import APIError
 from .generation import Generation
 from .models import Limits, ModelEntry
@@ -260,10 +261,16 @@ class Gateway:
         if refused is not None:
             raise refused
         chat = openai_chat.chat_request(body)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        if chat.n > 1:
+            choices = self.choices(chat)
+            if not body.stream:
+                return JSONResponse(await openai_chat.complete_choices(choices))
+            await choices.start()
+            return EventStream(openai_chat.choice_events(choices, include_usage), choices.aclose)
         generation = self.generation(chat)
         if not body.stream:
             return JSONResponse(await openai_chat.complete(generation))
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         await generation.start()
         return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
 
@@ -273,6 +280,13 @@ class Gateway:
         prepared = prepare(self.entry_for(chat.model), chat, self.limits)
         check_length(prepared, self.limits)
         return Generation(prepared, completion_request(prepared, chat))
+
+    def choices(self, chat: ChatRequest) -> Choices:
+        """:meth:`generation` for ``chat.n`` replies: the prompt rendered once, ``n``
+        generations (see :mod:`.choices`)."""
+        prepared = prepare(self.entry_for(chat.model), chat, self.limits)
+        check_length(prepared, self.limits)
+        return Choices.of(prepared, completion_request(prepared, chat), chat.n)
 
     async def render(self, request: Request) -> Response:
         """``POST /v1/render``: the prompt of a chat request (or the playground's view of a
