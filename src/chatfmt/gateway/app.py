@@ -20,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import openai_chat
+from . import completions, openai_chat
 from .chat import Prepared, check_length, completion_request, prepare
 from .choices import Choices
 from .errors import APIError
@@ -173,6 +173,7 @@ class Gateway:
         guarded = self.guarded
         routes = [
             Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
+            Route("/v1/completions", guarded(self.completions), methods=["POST"]),
             Route("/v1/render", guarded(self.render), methods=["POST"]),
             Route("/v1/models", guarded(self.list_models), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -273,6 +274,19 @@ class Gateway:
             return JSONResponse(await openai_chat.complete(generation))
         await generation.start()
         return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
+
+    async def completions(self, request: Request) -> Response:
+        """``POST /v1/completions``: the prompt passed through to the model's backend."""
+        body = parse_body(completions.CompletionsBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        refused = completions.unsupported(body)
+        if refused is not None:
+            raise refused
+        raw = completions.RawCompletion(body, entry)
+        if not body.stream:
+            return JSONResponse(await raw.whole())
+        await raw.start()
+        return EventStream(raw.events(), raw.aclose)
 
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
