@@ -21,7 +21,7 @@ from chatfmt.errors import (
 
 class Engine(Backend):
     """A scripted engine: answers ``reply`` in pieces; ``down`` refuses before the first chunk,
-    ``cut`` breaks off after it; ``gate`` (when set) holds every stream before its end."""
+    ``cut`` breaks off after it (once); ``gate`` (when set) holds every stream before its end."""
 
     def __init__(self, name: str, reply: str = "hello world") -> None:
         self.name = name
@@ -41,6 +41,7 @@ class Engine(Backend):
         self.served.append(request.prompt)
         yield CompletionChunk(self.reply[:5])
         if self.cut:
+            self.cut = False
             raise BackendProtocolError(f"{self.name}: the answer broke off")
         if self.gate is not None:
             await self.gate.wait()
@@ -211,3 +212,23 @@ def test_the_pool_is_a_gateway_backend_with_all_down_a_503() -> None:
         for stream in (False, True):
             resp = client.post("/v1/chat/completions", json={**body, "stream": stream})
             assert resp.status_code == 200 and "Paris" in resp.text
+
+
+def test_a_whole_reply_broken_off_midway_is_generated_again() -> None:
+    """Nothing of a whole (not streamed) reply has been answered: a reply cut midway is
+    generated again from the start (chat completions, n = 1 and n = 2)."""
+    from starlette.testclient import TestClient
+
+    from chatfmt import get_template
+    from chatfmt.gateway import ModelEntry, create_app
+
+    engine = Engine("a", "Paris, France.")
+    app = create_app({"m": ModelEntry("m", engine, get_template("qwen2.5"))})
+    body: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with TestClient(app) as client:
+        for n in (1, 2):
+            engine.cut = True
+            resp = client.post("/v1/chat/completions", json={**body, "n": n})
+            assert resp.status_code == 200, resp.text
+            contents = [c["message"]["content"] for c in resp.json()["choices"]]
+            assert contents == ["Paris, France."] * n

@@ -17,10 +17,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from typing import TypeVar
 
 from ..backends.base import CompletionRequest, Usage
-from ..errors import ChatFmtError
 from ..parsing import Delta
 from .chat import Prepared
-from .errors import APIError, api_error
+from .errors import APIError
 from .generation import Generation
 
 T = TypeVar("T")
@@ -120,24 +119,26 @@ class Choices:
         return interleave([g.batches() for g in self.generations])
 
     async def run(self) -> list[list[Delta]]:
-        """Every choice's whole reply (an :class:`APIError` if a backend fails or a reply is
-        invalid, naming the choice)."""
-        await self.start()
-        replies: list[list[Delta]] = [[] for _ in self.generations]
+        """Every choice's whole reply (:meth:`.generation.Generation.run`, side by side: an
+        :class:`APIError` naming the choice if a backend fails or a reply is invalid)."""
+
+        async def one(index: int, generation: Generation) -> list[Delta]:
+            try:
+                return await generation.run()
+            except APIError as exc:
+                exc.message = self.where(index) + exc.message
+                raise
+
+        tasks = [asyncio.ensure_future(one(i, g)) for i, g in enumerate(self.generations)]
         try:
-            async for index, batch in self.batches():
-                if batch is not None:
-                    replies[index].extend(batch)
-        except ChatFmtError as exc:
-            raise api_error(exc) from None
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
         finally:
             await self.aclose()
-        for index, (generation, deltas) in enumerate(zip(self.generations, replies, strict=True)):
-            invalid = generation.problem(deltas)
-            if invalid is not None:
-                invalid.message = self.where(index) + invalid.message
-                raise invalid
-        return replies
 
     def problem(self, index: int) -> APIError | None:
         """The error to answer instead of choice ``index``'s (kept) reply, naming it."""
