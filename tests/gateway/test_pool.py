@@ -232,3 +232,42 @@ def test_a_whole_reply_broken_off_midway_is_generated_again() -> None:
             assert resp.status_code == 200, resp.text
             contents = [c["message"]["content"] for c in resp.json()["choices"]]
             assert contents == ["Paris, France."] * n
+
+
+def test_a_config_naming_several_backends_builds_a_pool(tmp_path: Any) -> None:
+    import dataclasses
+    import json
+
+    from chatfmt.errors import ChatFmtError
+    from chatfmt.gateway.config import ModelSpec, build_model, load_config
+
+    urls = ["http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1"]  # never contacted
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[models.q]\nbackend = {json.dumps(urls)}\ntemplate = "qwen2.5"\n')
+    (spec,), _limits = load_config(config)
+    assert spec.backend_urls == tuple(urls)
+    # as a --workers process gets it: through JSON
+    again = ModelSpec(**json.loads(json.dumps(dataclasses.asdict(spec))))
+    assert again == spec
+
+    async def build() -> Backend:
+        entry = await build_model(spec)
+        await entry.backend.aclose()
+        return entry.backend
+
+    pool = asyncio.run(build())
+    assert isinstance(pool, PoolBackend)
+    assert [m.name for m in pool.members] == urls
+    assert ModelSpec("one", [urls[0]]).backend == urls[0]  # type: ignore[arg-type]
+    for bad, why in ((["embedded", urls[0]], "not embedded"), ([], "non-empty list")):
+        config.write_text(f"[models.q]\nbackend = {json.dumps(bad)}\n")
+        with pytest.raises(ChatFmtError, match=why):
+            load_config(config)
+
+
+def test_serve_takes_backend_more_than_once() -> None:
+    from chatfmt.commands.serve import _specs
+
+    urls = ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
+    specs, _limits = _specs(None, urls, "qwen2.5", None, None, None, None, None)
+    assert specs[0].backend_urls == urls
