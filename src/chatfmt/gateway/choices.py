@@ -61,12 +61,12 @@ async def interleave(
     try:
         left = len(tasks)
         while left:
-            index, item, error = await queue.get()
+            index, got, error = await queue.get()
             if error is not None:
                 raise error
-            if item is None:
+            if got is None:
                 left -= 1
-            yield index, item
+            yield index, got
     finally:
         for task in tasks:
             task.cancel()
