@@ -25,7 +25,7 @@ from .commands._shared import (
     template_options,
     with_tool_format_option,
 )
-from .errors import ChatFmtError
+from .errors import ChatFmtError, TemplateError
 from .requests import RenderRequest
 
 __all__ = ["app", "fail", "main", "option_value", "read_json_input", "templates_markdown"]
@@ -53,6 +53,32 @@ app = GuardedTyper(
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            typer.echo(f"chatfmt {version('chatfmt')}")
+        except PackageNotFoundError:  # run from a source tree that is not installed
+            typer.echo("chatfmt (not installed)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print chatfmt's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Exact, fast and injection-safe LLM chat formats."""
 
 
 def templates_markdown() -> str:
@@ -216,11 +242,14 @@ def render_cmd(
         strict_history=strict_history,
     )
     tpl = with_tool_format_option(get_template(template), tool_format)
-    segments = tpl.segments(messages, request=request)
-    if as_json:
+    if as_json:  # segments: a Jinja template whose output hides the messages has none
+        try:
+            segments = tpl.segments(messages, request=request)
+        except TemplateError as exc:
+            raise fail(f"{exc} (render without --json for the text)") from None
         text = json.dumps([s.to_dict() for s in segments], ensure_ascii=False, indent=2) + "\n"
-    else:
-        text = "".join(s.text for s in segments)
+    else:  # the text, exactly as chatfmt.render returns it
+        text = tpl.render(messages, request=request)
     write_text(text, output)
 
 

@@ -413,3 +413,29 @@ def test_agent_refuses_bad_setups() -> None:
         Agent(ScriptedBackend([]), template="qwen2.5", max_turn=0)
     with pytest.raises(ValidationError, match="unknown request field"):
         Agent(ScriptedBackend([]), template="qwen2.5", sampling={"max_new_tokens": 3})
+
+
+def test_an_unreachable_backend_is_a_clear_error_and_leaves_no_open_session() -> None:
+    import gc
+    import socket
+    import warnings
+
+    from chatfmt.backends import OpenAICompletionsBackend
+    from chatfmt.errors import BackendConnectionError
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    agent = Agent(
+        OpenAICompletionsBackend(f"http://127.0.0.1:{port}/v1", model="m"), template="qwen2.5"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hi = [{"role": "user", "content": "hi"}]
+        with pytest.raises(BackendConnectionError, match=f"cannot reach .*:{port}"):
+            agent.chat(hi)
+        with pytest.raises(BackendConnectionError, match=f"cannot reach .*:{port}"):
+            list(agent.stream_chat(hi))
+        del agent
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]

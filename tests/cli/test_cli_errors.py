@@ -341,3 +341,38 @@ def test_convert_without_errors_leaves_no_errors_file(tmp_path: Path) -> None:
                                  "-o", str(tmp_path / "e.jsonl")])  # fmt: skip
     assert result.exit_code == 1 and "no input rows" in result.output
     assert not (tmp_path / "e.jsonl").exists() and not (tmp_path / "e.errors.jsonl").exists()
+
+
+# ------------------------------------------------------------------ 5. version, ports, Jinja text
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"chatfmt {version('chatfmt')}"
+
+
+@pytest.mark.parametrize("command", [["serve", "--template", "qwen3"], ["playground", "--no-open"]])
+def test_a_busy_port_is_one_line_before_anything_loads(command: list[str]) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = runner.invoke(app, [*command, "--host", "127.0.0.1", "--port", str(port)])
+    _one_line_error(result, f"port {port}", "already in use", "--port")
+
+
+def test_render_writes_what_the_library_renders_when_segments_are_unavailable(
+    tmp_path: Path,
+) -> None:
+    # a template whose output hides the message text: no segments, but render() works
+    (tmp_path / "upper.jinja").write_text("{{ messages[0].content | upper }}")
+    (tmp_path / "hi.json").write_text(json.dumps([{"role": "user", "content": "hi!"}]))
+    args = ["render", "-t", str(tmp_path / "upper.jinja"), str(tmp_path / "hi.json")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    expected = chatfmt.render([{"role": "user", "content": "hi!"}], str(tmp_path / "upper.jinja"))
+    assert result.output == expected == "HI!"
+    _one_line_error(runner.invoke(app, [*args, "--json"]), "segments", "without --json")

@@ -207,6 +207,42 @@ def test_assistant_masks_equal_transformers_where_it_has_them() -> None:
     assert any(ours["assistant_masks"])
 
 
+def test_assistant_masks_with_a_generation_prompt_equal_transformers() -> None:
+    # transformers marks every assistant turn whatever add_generation_prompt says
+    tok = tokenizer()
+    tok.chat_template = GENERATION_TEMPLATE
+    kw: dict[str, Any] = {"add_generation_prompt": True, "return_assistant_tokens_mask": True}
+    theirs = tok.apply_chat_template(CHAT, return_dict=True, **kw)
+    ours = apply_chat_template(tok, CHAT, return_dict=True, **kw)
+    assert ours["input_ids"] == theirs["input_ids"]
+    assert ours["assistant_masks"] == theirs["assistant_masks"]
+    assert any(ours["assistant_masks"])
+
+
+@pytest.mark.parametrize(
+    ("stem", "tokenizer_name", "end"),
+    [
+        ("Qwen-Qwen3-0.6B", "qwen3", "<|im_end|>"),
+        ("meta-llama-Llama-3.1-8B-Instruct", "llama3_1", "<|eot_id|>"),
+    ],
+)
+def test_assistant_masks_with_a_generation_prompt_mark_every_reply(
+    stem: str, tokenizer_name: str, end: str
+) -> None:
+    tok = tokenizer(tokenizer_name)
+    tok.chat_template = (SHARED / "reference" / "templates" / f"{stem}.jinja").read_text()
+    conv = [*CHAT, {"role": "assistant", "content": "Sunny, 18 C."}, CHAT[-1]]
+    out = apply_chat_template(
+        tok, conv, return_dict=True, return_assistant_tokens_mask=True, add_generation_prompt=True
+    )
+    trained = [i for i, m in zip(out["input_ids"], out["assistant_masks"], strict=True) if m]
+    text = tok.decode(trained)
+    for reply in ("Hi! How can I help?", "Sunny, 18 C."):
+        assert reply + end in text
+    plain = apply_chat_template(tok, CHAT[:1], return_dict=True, return_assistant_tokens_mask=True)
+    assert not any(plain["assistant_masks"])  # no assistant turn: nothing marked
+
+
 def test_recognized_templates_run_natively() -> None:
     tok = _with_template(TEMPLATES[[p.stem for p in TEMPLATES].index("Qwen-Qwen3-0.6B")])
     assert isinstance(template_of(tok), RecognizedTemplate)

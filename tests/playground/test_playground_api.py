@@ -88,6 +88,13 @@ def test_the_page_and_its_files_are_served(untrusted: str) -> None:
     assert call(untrusted, "/playground/..%2Fpyproject.toml")[0] == 404
 
 
+def test_a_chat_request_without_served_models_says_so(untrusted: str) -> None:
+    body = {"model": "qwen3", "messages": [{"role": "user", "content": "hi"}]}
+    status, answer = call(untrusted, "/v1/chat/completions", body)
+    assert status == 404
+    assert answer["error"]["message"] == "the model 'qwen3' does not exist (no model is served)"
+
+
 def test_templates_lists_the_registry_and_the_trust_setting(untrusted: str) -> None:
     status, body = call(untrusted, "/v1/templates")
     assert status == 200 and body["trust_request_chat_template"] is False

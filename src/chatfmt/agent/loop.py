@@ -258,12 +258,22 @@ class Agent:
 
     def chat(self, messages: Sequence[Any]) -> AgentReturn:
         """Blocking :meth:`achat` (not from inside a running event loop: use ``await achat``)."""
-        return asyncio.run(self.achat(messages))
+
+        async def run() -> AgentReturn:
+            try:
+                return await self.achat(messages)
+            finally:  # its connections belong to this call's event loop, which ends here
+                await self.backend.aclose()
+
+        return asyncio.run(run())
 
     def stream_chat(self, messages: Sequence[Any]) -> Iterator[AgentEvent]:
         """Blocking :meth:`astream_chat`: events as they happen, from a worker thread's loop."""
         with loop_thread() as loop:
-            yield from iterate_on(loop, self.astream_chat(messages))
+            try:
+                yield from iterate_on(loop, self.astream_chat(messages))
+            finally:  # the backend's connections belong to that loop, which ends here
+                asyncio.run_coroutine_threadsafe(self.backend.aclose(), loop).result()
 
     def close(self) -> None:
         """Stop the interpreter if the agent made it."""

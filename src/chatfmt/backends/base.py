@@ -186,7 +186,8 @@ class Backend(abc.ABC):
         cheap request, for health probes; by default there is nothing to check)."""
 
     async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
-        """Release connections or models held by the backend."""
+        """Release the connections held by the backend; it stays usable (a later request
+        opens new ones). The blocking agent calls it when its private event loop ends."""
 
     async def __aenter__(self) -> Backend:
         return self

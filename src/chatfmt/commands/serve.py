@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -175,6 +177,7 @@ def serve_cmd(
         import uvicorn
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
+    check_port(host, port)
     per_model = (template, tokenizer, model_name, backend_model, model_path, tool_format)
     backends = tuple(backend or ["embedded"])
     if config is not None and (any(per_model) or backend or backend_kind != "auto"):
@@ -227,6 +230,27 @@ def serve_cmd(
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
+def check_port(host: str, port: int) -> None:
+    """Fail in one line, before anything is loaded, when ``host:port`` cannot be listened on
+    (another server has it, or the address is not this machine's)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise fail(
+                    f"port {port} on {host} is already in use (another server?); "
+                    "choose another with --port"
+                ) from None
+            raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+
+
 def playground_cmd(
     tokenizer: Annotated[
         str | None,
@@ -255,6 +279,7 @@ def playground_cmd(
         ) from None
     from ..gateway.models import Limits
 
+    check_port(host, port)
     try:
         app = build_app([], Limits(), None, trust_request_chat_template, tokenizer)
     except ChatFmtError as exc:

@@ -247,7 +247,8 @@ class Gateway:
         if entry is None:
             raise APIError(
                 404,
-                f"the model {name!r} does not exist (models: {', '.join(self.models)})",
+                f"the model {name!r} does not exist ("
+                + (f"models: {', '.join(self.models)})" if self.models else "no model is served)"),
                 param="model",
                 code="model_not_found",
             )

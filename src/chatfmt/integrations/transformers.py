@@ -12,7 +12,9 @@ segments:
   is accepted and always on here);
 * ``assistant_masks`` mark what the model is trained on (each assistant reply and its
   end-of-turn token) for every template, also those without ``{% generation %}`` blocks,
-  where transformers returns all zeros.
+  where transformers returns all zeros; like transformers, every assistant turn is marked
+  whatever ``add_generation_prompt`` says (``chatfmt.encode`` itself trains nothing in an
+  inference prompt unless ``train_on`` is given).
 
 One-line change in a training script::
 
@@ -160,6 +162,7 @@ def apply_chat_template(
             template,
             adapter,
             request=request,
+            train_on=_mask_of(c) if return_assistant_tokens_mask else None,
             max_length=limit if truncation else None,
             truncation=side if truncation else "error",
             on_mismatch="text",
@@ -177,6 +180,14 @@ def apply_chat_template(
     return _batch_encoding(
         tokenizer, rows, batched, padding, max_length, return_tensors, padding_side
     )
+
+
+def _mask_of(conversation: Sequence[Any]) -> str:
+    """What ``assistant_masks`` mark: every assistant turn, as transformers does whatever
+    ``add_generation_prompt`` says (``chatfmt.encode``'s default trains nothing in an
+    inference prompt); nothing when the conversation has no assistant turn."""
+    has_reply = any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in conversation)
+    return "all_assistant" if has_reply else "none"
 
 
 def _batch_encoding(
