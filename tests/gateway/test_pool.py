@@ -88,9 +88,12 @@ def test_a_follow_up_turn_goes_where_its_prefix_was_served() -> None:
     first = "<|system|>be brief<|user|>hi there, how are you?<|assistant|>"
     text(pool, first)
     owner = a if a.served else b
-    for turn in range(3):  # each follow-up starts with the previous prompt and reply
+    for turn in range(4):  # each follow-up starts with the previous prompt and reply
         first = f"{first}hello world<|user|>and now {turn}?<|assistant|>"
-        text(pool, first)
+        if turn % 2:
+            text(pool, first)  # whole
+        else:
+            assert asyncio.run(drain(pool, first)) == "hello world"  # streamed
         assert owner.served[-1] == first
     other = b if owner is a else a
     text(pool, "a different conversation entirely")  # least in flight, ties take turns

@@ -125,7 +125,7 @@ class Stream:
 def test_an_engine_killed_mid_run(
     engines: list[tuple[subprocess.Popen[bytes], str]], base: str
 ) -> None:
-    async def run() -> tuple[list[Stream], list[Stream], list[Any]]:
+    async def run() -> tuple[list[Stream], list[Stream], list[Any], list[Any]]:
         limits = httpx.Limits(max_connections=100)
         async with httpx.AsyncClient(timeout=TIMEOUT, limits=limits) as client:
             early = [  # whole replies being generated when the engine dies: generated again
@@ -144,12 +144,23 @@ def test_an_engine_killed_mid_run(
                 client.post(base + "/v1/chat/completions", json=chat_body(f"req-{200 + i}", False))
                 for i in range(4)
             ]
+            raw = [  # the plain completions API goes through the same pool
+                client.post(
+                    base + "/v1/completions",
+                    json={"model": "m", "prompt": f"req-{400 + i}", "max_tokens": TOKENS},
+                )
+                for i in range(2)
+            ]
             answers = list(await asyncio.wait_for(asyncio.gather(*whole), TIMEOUT))
+            texts = await asyncio.wait_for(asyncio.gather(*raw), TIMEOUT)
             await asyncio.wait_for(asyncio.gather(*running), TIMEOUT)
             answers += await asyncio.wait_for(asyncio.gather(*begun), TIMEOUT)
-        return first, second, list(answers)
+        return first, second, list(answers), list(texts)
 
-    first, second, answers = asyncio.run(run())
+    first, second, answers, texts = asyncio.run(run())
+    for i, text in enumerate(texts):
+        assert text.status_code == 200, text.text
+        assert text.json()["choices"][0]["text"].startswith(f"req-{400 + i} ")
     # Requests that had not started when the engine died: all served, each its own answer.
     for stream in second:
         assert stream.status == 200 and stream.completed, stream.events

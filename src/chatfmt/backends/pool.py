@@ -96,12 +96,12 @@ def _counts(exc: BackendError) -> bool:
     return not isinstance(exc, BackendHTTPError) or exc.status >= 500
 
 
-def prefix_hashes(text: str, block: int, start: int = 0, seed: int = 0) -> list[int]:
-    """The chained hashes of ``text``'s full blocks from ``start`` (``seed``: the hash of
-    the prefix before ``start``)."""
+def prefix_hashes(text: str, block: int, seed: int = 0) -> list[int]:
+    """The chained hashes of ``text``'s full blocks (``seed``: the hash of what came before
+    ``text``): the hash of block *k* covers blocks 0..*k*."""
     out: list[int] = []
     h = seed
-    for at in range(start, len(text) - block + 1, block):
+    for at in range(0, len(text) - block + 1, block):
         h = hash((h, text[at : at + block]))
         out.append(h)
     return out
@@ -130,39 +130,57 @@ class PoolBackend(Backend):
         self._turn = itertools.count()
 
     # ------------------------------------------------------------------ choosing
-    def choose(self, request: CompletionRequest, tried: Sequence[Member] = ()) -> Member:
-        """The member for ``request`` (not one of ``tried``); a
-        :class:`BackendUnavailableError` if none is left."""
+    def choose(
+        self,
+        request: CompletionRequest,
+        tried: Sequence[Member] = (),
+        hashes: Sequence[int] | None = None,
+    ) -> Member:
+        """The member for ``request`` (not one of ``tried``; ``hashes``: its prompt's
+        :func:`prefix_hashes`, if computed already); a :class:`BackendUnavailableError` if
+        none is left."""
         candidates = [m for m in self.members if m.healthy and m not in tried]
         if not candidates:
             raise self._unavailable(tried)
         least = min(m.in_flight for m in candidates)
-        owner = self._owner(request.prompt)
+        if hashes is None:
+            hashes = self.hashes(request.prompt)
+        owner = self._owner(hashes)
         slack = self.policy.affinity_slack
         if owner is not None and owner in candidates and owner.in_flight <= least + slack:
             return owner
         idle = [m for m in candidates if m.in_flight == least]
         return idle[next(self._turn) % len(idle)]
 
-    def _owner(self, prompt: str) -> Member | None:
-        """The member that served the longest known prefix of ``prompt``."""
+    def hashes(self, text: str) -> list[int]:
+        """The prefix hashes of ``text``'s blocks."""
+        return prefix_hashes(text, self.policy.block_chars)
+
+    def _owner(self, hashes: Sequence[int]) -> Member | None:
+        """The member that served the longest known prefix."""
         table = self._prefixes
         if not table:
             return None
-        for h in reversed(prefix_hashes(prompt, self.policy.block_chars)):
+        for h in reversed(hashes):
             member = table.get(h)
             if member is not None:
                 return member
         return None
 
-    def remember(self, member: Member, text: str) -> None:
-        """Note that ``member``'s engine has the prefixes of ``text`` cached."""
+    def remember(self, member: Member, hashes: Sequence[int]) -> None:
+        """Note that ``member``'s engine has the prefixes of ``hashes`` cached."""
         table = self._prefixes
-        for h in prefix_hashes(text, self.policy.block_chars):
+        for h in hashes:
             table[h] = member
             table.move_to_end(h)
         while len(table) > self.policy.max_prefixes:
             table.popitem(last=False)
+
+    def _extended(self, hashes: list[int], prompt: str, output: str) -> list[int]:
+        """The hashes of ``prompt + output`` past the prompt's own (``hashes``)."""
+        done = len(hashes) * self.policy.block_chars
+        rest = prompt[done:] + output
+        return prefix_hashes(rest, self.policy.block_chars, seed=hashes[-1] if hashes else 0)
 
     def _unavailable(self, tried: Sequence[Member]) -> BackendUnavailableError:
         parts = []
@@ -211,10 +229,11 @@ class PoolBackend(Backend):
     # ------------------------------------------------------------------ Backend
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
         tried: list[Member] = []
+        hashes = self.hashes(request.prompt)
         while True:
-            member = self.choose(request, tried)
+            member = self.choose(request, tried, hashes)
             tried.append(member)
-            self.remember(member, request.prompt)
+            self.remember(member, hashes)
             member.in_flight += 1
             started = False
             parts: list[str] = []
@@ -235,7 +254,7 @@ class PoolBackend(Backend):
                 continue
             finally:
                 member.in_flight -= 1
-            self.remember(member, request.prompt + "".join(parts))
+            self.remember(member, self._extended(hashes, request.prompt, "".join(parts)))
             return
 
     async def complete(self, request: CompletionRequest) -> CompletionResult:
@@ -246,8 +265,9 @@ class PoolBackend(Backend):
         """``call`` on a member, retried on another while it fails before anything was
         given to the caller."""
         tried: list[Member] = []
+        hashes = self.hashes(request.prompt)
         while True:
-            member = self.choose(request, tried)
+            member = self.choose(request, tried, hashes)
             tried.append(member)
             member.in_flight += 1
             try:
@@ -261,7 +281,7 @@ class PoolBackend(Backend):
                 member.in_flight -= 1
             self.succeeded(member)
             if isinstance(result, CompletionResult):
-                self.remember(member, request.prompt + result.text)
+                self.remember(member, hashes + self._extended(hashes, request.prompt, result.text))
             return result
 
     async def tokenize(self, text: str) -> list[int]:
