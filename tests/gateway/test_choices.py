@@ -131,6 +131,16 @@ def test_n_valid_tool_calls_each_in_its_choice(client: Any, fake: Any) -> None:
     assert len(ids) == 2
 
 
+def test_n_streams_cut_midway_end_with_the_error_event(client: Any, fake: Any) -> None:
+    fake.mode = "die"
+    fake.replies.extend(["A long answer that the dying engine cuts in half."] * 2)
+    received = ""
+    with pytest.raises(openai.APIError) as err:
+        for chunk in client.chat.completions.create(model="qwen", messages=ASK, n=2, stream=True):
+            received += "".join(c.delta.content or "" for c in chunk.choices)
+    assert received and "broke off" in err.value.message
+
+
 def test_n_out_of_range_is_a_400(client: Any) -> None:
     for n in (0, 129):
         with pytest.raises(openai.BadRequestError) as err:

@@ -292,16 +292,19 @@ class Gateway:
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
         and its generation ready to start."""
-        prepared = prepare(self.entry_for(chat.model), chat, self.limits)
-        check_length(prepared, self.limits)
+        prepared = self._prepared(chat)
         return Generation(prepared, completion_request(prepared, chat))
 
     def choices(self, chat: ChatRequest) -> Choices:
         """:meth:`generation` for ``chat.n`` replies: the prompt rendered once, ``n``
         generations (see :mod:`.choices`)."""
+        prepared = self._prepared(chat)
+        return Choices.of(prepared, completion_request(prepared, chat), chat.n)
+
+    def _prepared(self, chat: ChatRequest) -> Prepared:
         prepared = prepare(self.entry_for(chat.model), chat, self.limits)
         check_length(prepared, self.limits)
-        return Choices.of(prepared, completion_request(prepared, chat), chat.n)
+        return prepared
 
     async def render(self, request: Request) -> Response:
         """``POST /v1/render``: the prompt of a chat request (or the playground's view of a
