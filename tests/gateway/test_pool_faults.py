@@ -1,8 +1,10 @@
 """The engine pool under a fault: two engines in their own processes, one killed mid-run.
 
 Requests that had not started streaming when the engine died are served by the other one
-(no client sees an error; whole replies being generated are generated again); streams cut midway end with the API's own error event; nothing
-hangs (every wait is bounded by a timeout, nothing is timed).
+(no client sees an error; whole replies being generated are generated again); streams cut
+midway end with the API's own error event; nothing hangs (every wait is bounded by a
+timeout, nothing is timed). Every chat API the gateway serves is exercised: chat
+completions, and the Responses and Anthropic Messages APIs where the app has their routes.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import asyncio
 import importlib.util
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -33,6 +36,81 @@ from _support import ROOT  # noqa: E402
 TIMEOUT = 60.0
 #: Events per stream and the milliseconds between them: streams long enough to be cut.
 TOKENS, INTERVAL_MS = 40, 25
+
+Events = list[Any]
+
+
+def _dicts(events: Events) -> list[dict[str, Any]]:
+    return [e for e in events if isinstance(e, dict)]
+
+
+@dataclass(frozen=True)
+class API:
+    """How one chat API is asked, and how its answers read."""
+
+    path: str
+    body: Callable[[str, bool], dict[str, Any]]
+    text: Callable[[Events], str]  # a stream's text
+    completed: Callable[[Events], bool]  # the stream ended as it should
+    cut: Callable[[Events], bool]  # the stream ended with the API's error event
+    whole_text: Callable[[dict[str, Any]], str]
+
+
+def _question(tag: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": f"Who am I? {tag}"}]
+
+
+CHAT = API(
+    "/v1/chat/completions",
+    lambda tag, stream: {"model": "m", "messages": _question(tag), "stream": stream},
+    lambda events: "".join(
+        c["delta"].get("content") or "" for e in _dicts(events) for c in e.get("choices", ())
+    ),
+    lambda events: (
+        events[-1:] == ["[DONE]"]
+        and [c["finish_reason"] for e in _dicts(events) for c in e["choices"] if c["finish_reason"]]
+        == ["length"]
+    ),
+    lambda events: bool(events) and isinstance(events[-1], dict) and "error" in events[-1],
+    lambda answer: answer["choices"][0]["message"]["content"],
+)
+RESPONSES = API(
+    "/v1/responses",
+    lambda tag, stream: {"model": "m", "input": f"Who am I? {tag}", "stream": stream},
+    lambda events: "".join(
+        e["delta"] for e in _dicts(events) if e.get("type") == "response.output_text.delta"
+    ),
+    lambda events: (
+        bool(events) and events[-1].get("type") in ("response.completed", "response.incomplete")
+    ),
+    lambda events: (
+        len(events) >= 2
+        and events[-2].get("type") == "error"
+        and events[-1].get("type") == "response.failed"
+    ),
+    lambda answer: "".join(
+        part["text"]
+        for item in answer["output"]
+        if item["type"] == "message"
+        for part in item["content"]
+        if part["type"] == "output_text"
+    ),
+)
+MESSAGES = API(
+    "/v1/messages",
+    lambda tag, stream: {
+        "model": "m",
+        "max_tokens": 2 * TOKENS,
+        "messages": _question(tag),
+        "stream": stream,
+    },
+    lambda events: "".join(
+        e["delta"].get("text", "") for e in _dicts(events) if e.get("type") == "content_block_delta"
+    ),
+    lambda events: bool(events) and events[-1].get("type") == "message_stop",
+    lambda events: bool(events) and events[-1].get("type") == "error",
+    lambda answer: "".join(b["text"] for b in answer["content"] if b["type"] == "text"),
+)
 
 
 def _engine_module() -> ModuleType:
@@ -56,94 +134,88 @@ def engines() -> Iterator[list[tuple[subprocess.Popen[bytes], str]]]:
 
 
 @pytest.fixture
-def base(engines: list[tuple[subprocess.Popen[bytes], str]]) -> Iterator[str]:
+def served(
+    engines: list[tuple[subprocess.Popen[bytes], str]],
+) -> Iterator[tuple[str, list[API]]]:
+    """The gateway's URL and the chat APIs it serves."""
     members = [OpenAICompletionsBackend(url, model="fake", kind="generic") for _, url in engines]
     # no slack for prefix affinity (the prompts share a system prompt): spread evenly
     pool = PoolBackend(members, policy=PoolPolicy(probe_delay=0.2, affinity_slack=0))
     entry = ModelEntry("m", pool, chatfmt.get_template("qwen2.5"))
-    with gateway(create_app({"m": entry})) as url:
-        yield url
-
-
-def chat_body(tag: str, stream: bool) -> dict[str, Any]:
-    return {
-        "model": "m",
-        "messages": [{"role": "user", "content": f"Who am I? {tag}"}],
-        "stream": stream,
-    }
+    app = create_app({"m": entry})
+    paths = {getattr(route, "path", None) for route in app.routes}
+    apis = [api for api in (CHAT, RESPONSES, MESSAGES) if api.path in paths]
+    with gateway(app) as url:
+        yield url, apis
 
 
 class Stream:
-    """One streamed chat request: its data events, and an event set at the first content."""
+    """One streamed request: its data events, and an event set at the model's first words."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, api: API, tag: str) -> None:
+        self.api = api
         self.tag = tag
-        self.events: list[Any] = []
+        self.events: Events = []
         self.status = 0
         self.streaming = asyncio.Event()
 
     async def run(self, client: Any, url: str) -> None:
-        body = chat_body(self.tag, True)
-        async with client.stream("POST", url + "/v1/chat/completions", json=body) as resp:
+        body = self.api.body(self.tag, True)
+        async with client.stream("POST", url + self.api.path, json=body) as resp:
             self.status = resp.status_code
             async for line in resp.aiter_lines():
                 if not line.startswith("data: "):
                     continue
                 data = line[6:]
                 self.events.append(data if data == "[DONE]" else json.loads(data))
-                if len(self.events) >= 2:  # the role, then the model's first words
+                if self.api.text(self.events):
                     self.streaming.set()
         self.streaming.set()
 
     @property
-    def text(self) -> str:
-        return "".join(
-            choice["delta"].get("content") or ""
-            for event in self.events
-            if isinstance(event, dict)
-            for choice in event.get("choices", ())
-        )
-
-    @property
     def completed(self) -> bool:
-        finishes = [
-            c["finish_reason"]
-            for e in self.events
-            if isinstance(e, dict)
-            for c in e.get("choices", ())
-            if c.get("finish_reason")
-        ]
-        return self.events[-1:] == ["[DONE]"] and finishes == ["length"]
+        return self.status == 200 and self.api.completed(self.events)
 
     @property
-    def cut_with_error_event(self) -> bool:
-        last = self.events[-1] if self.events else None
-        return isinstance(last, dict) and "error" in last and "[DONE]" not in self.events
+    def cut(self) -> bool:
+        return self.status == 200 and self.api.cut(self.events)
 
 
 @pytest.mark.slow
 def test_an_engine_killed_mid_run(
-    engines: list[tuple[subprocess.Popen[bytes], str]], base: str
+    engines: list[tuple[subprocess.Popen[bytes], str]], served: tuple[str, list[API]]
 ) -> None:
-    async def run() -> tuple[list[Stream], list[Stream], list[Any], list[Any]]:
-        limits = httpx.Limits(max_connections=100)
+    base, apis = served
+
+    def whole(client: Any, api: API, tag: str) -> Any:
+        return client.post(base + api.path, json=api.body(tag, False))
+
+    async def run() -> tuple[list[Stream], list[Stream], list[tuple[str, API, Any]]]:
+        limits = httpx.Limits(max_connections=200)
         async with httpx.AsyncClient(timeout=TIMEOUT, limits=limits) as client:
-            early = [  # whole replies being generated when the engine dies: generated again
-                client.post(base + "/v1/chat/completions", json=chat_body(f"req-{300 + i}", False))
-                for i in range(4)
+            # whole replies being generated when the engine dies: generated again
+            early = [
+                (f"req-{300 + 10 * k + i}", api) for k, api in enumerate(apis) for i in range(2)
             ]
-            first = [Stream(f"req-{i}") for i in range(6)]
+            begun = [asyncio.ensure_future(whole(client, api, tag)) for tag, api in early]
+            first = [
+                Stream(api, f"req-{10 * k + i}") for k, api in enumerate(apis) for i in range(4)
+            ]
             running = [asyncio.create_task(s.run(client, base)) for s in first]
-            begun = [asyncio.ensure_future(request) for request in early]
             await asyncio.wait_for(asyncio.gather(*(s.streaming.wait() for s in first)), TIMEOUT)
             engines[0][0].kill()  # mid-run: every first-wave stream has started
             engines[0][0].wait(timeout=10)
-            second = [Stream(f"req-{100 + i}") for i in range(6)]
-            running += [asyncio.create_task(s.run(client, base)) for s in second]
-            whole = [
-                client.post(base + "/v1/chat/completions", json=chat_body(f"req-{200 + i}", False))
+            # requests begun after the kill: some go to the dead engine first
+            second = [
+                Stream(api, f"req-{100 + 10 * k + i}")
+                for k, api in enumerate(apis)
                 for i in range(4)
             ]
+            running += [asyncio.create_task(s.run(client, base)) for s in second]
+            late = [
+                (f"req-{200 + 10 * k + i}", api) for k, api in enumerate(apis) for i in range(2)
+            ]
+            wholes = [whole(client, api, tag) for tag, api in late]
             raw = [  # the plain completions API goes through the same pool
                 client.post(
                     base + "/v1/completions",
@@ -151,29 +223,24 @@ def test_an_engine_killed_mid_run(
                 )
                 for i in range(2)
             ]
-            answers = list(await asyncio.wait_for(asyncio.gather(*whole), TIMEOUT))
-            texts = await asyncio.wait_for(asyncio.gather(*raw), TIMEOUT)
+            answers = await asyncio.wait_for(asyncio.gather(*wholes, *raw, *begun), TIMEOUT)
             await asyncio.wait_for(asyncio.gather(*running), TIMEOUT)
-            answers += await asyncio.wait_for(asyncio.gather(*begun), TIMEOUT)
-        return first, second, list(answers), list(texts)
+        asked = [*late, *[(f"req-{400 + i}", None) for i in range(2)], *early]
+        return first, second, [(t, a, r) for (t, a), r in zip(asked, answers, strict=True)]
 
-    first, second, answers, texts = asyncio.run(run())
-    for i, text in enumerate(texts):
-        assert text.status_code == 200, text.text
-        assert text.json()["choices"][0]["text"].startswith(f"req-{400 + i} ")
-    # Requests that had not started when the engine died: all served, each its own answer.
+    first, second, answers = asyncio.run(run())
+    # Requests that had not started streaming when the engine died: all served, each its own.
     for stream in second:
-        assert stream.status == 200 and stream.completed, stream.events
-        assert stream.text.startswith(stream.tag + " ")
-    for i, answer in enumerate(answers):  # and so are whole replies, begun or not
+        assert stream.completed, (stream.api.path, stream.status, stream.events)
+        assert stream.api.text(stream.events).startswith(stream.tag + " ")
+    # And so are whole replies, begun before the kill or after.
+    for tag, api, answer in answers:
         assert answer.status_code == 200, answer.text
-        content = answer.json()["choices"][0]["message"]["content"]
-        tag = f"req-{200 + i}" if i < 4 else f"req-{300 + i - 4}"
-        assert content.startswith(tag + " ")
-    # Streams on the killed engine end with the API's error event; the others complete.
+        text = answer.json()["choices"][0]["text"] if api is None else api.whole_text(answer.json())
+        assert text.startswith(tag + " ")
+    # Streams on the killed engine end with their API's error event; the others complete.
     cut = [s for s in first if not s.completed]
     assert cut, "the killed engine served none of the first wave"
     for stream in cut:
-        assert stream.status == 200 and stream.cut_with_error_event, stream.events
-        assert stream.events[-1]["error"]["type"] == "api_error"
+        assert stream.cut, (stream.api.path, stream.status, stream.events)
     assert len(cut) < len(first)  # the first wave was spread over both engines
