@@ -29,8 +29,9 @@ from _fake_server import gateway  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.backends.pool import PoolBackend, PoolPolicy  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
+from chatfmt.tokens import load_tokenizer  # noqa: E402
 
-from _support import ROOT  # noqa: E402
+from _support import ROOT, SHARED  # noqa: E402
 
 #: Every request must be answered within this many seconds (a hang fails the test).
 TIMEOUT = 60.0
@@ -42,6 +43,11 @@ Events = list[Any]
 
 def _dicts(events: Events) -> list[dict[str, Any]]:
     return [e for e in events if isinstance(e, dict)]
+
+
+def _types(events: Events) -> list[Any]:
+    """The ``type`` of each JSON event (a closing ``[DONE]``, if any, left out)."""
+    return [e.get("type") for e in _dicts(events)]
 
 
 @dataclass(frozen=True)
@@ -80,14 +86,8 @@ RESPONSES = API(
     lambda events: "".join(
         e["delta"] for e in _dicts(events) if e.get("type") == "response.output_text.delta"
     ),
-    lambda events: (
-        bool(events) and events[-1].get("type") in ("response.completed", "response.incomplete")
-    ),
-    lambda events: (
-        len(events) >= 2
-        and events[-2].get("type") == "error"
-        and events[-1].get("type") == "response.failed"
-    ),
+    lambda events: _types(events)[-1:] in (["response.completed"], ["response.incomplete"]),
+    lambda events: _types(events)[-2:] == ["error", "response.failed"],
     lambda answer: "".join(
         part["text"]
         for item in answer["output"]
@@ -107,8 +107,8 @@ MESSAGES = API(
     lambda events: "".join(
         e["delta"].get("text", "") for e in _dicts(events) if e.get("type") == "content_block_delta"
     ),
-    lambda events: bool(events) and events[-1].get("type") == "message_stop",
-    lambda events: bool(events) and events[-1].get("type") == "error",
+    lambda events: _types(events)[-1:] == ["message_stop"],
+    lambda events: _types(events)[-1:] == ["error"],
     lambda answer: "".join(b["text"] for b in answer["content"] if b["type"] == "text"),
 )
 
@@ -142,9 +142,11 @@ def served(
     # no slack for prefix affinity (the prompts share a system prompt): spread evenly
     pool = PoolBackend(members, policy=PoolPolicy(probe_delay=0.2, affinity_slack=0))
     entry = ModelEntry("m", pool, chatfmt.get_template("qwen2.5"))
-    app = create_app({"m": entry})
-    paths = {getattr(route, "path", None) for route in app.routes}
+    paths = {getattr(route, "path", None) for route in create_app({"m": entry}).routes}
     apis = [api for api in (CHAT, RESPONSES, MESSAGES) if api.path in paths]
+    if MESSAGES in apis:  # its input_tokens come from a tokenizer (the engine has none)
+        entry.tokenizer = load_tokenizer(SHARED / "tokenizers" / "qwen3")
+    app = create_app({"m": entry})
     with gateway(app) as url:
         yield url, apis
 
