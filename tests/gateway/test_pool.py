@@ -274,3 +274,27 @@ def test_serve_takes_backend_more_than_once() -> None:
     urls = ("http://127.0.0.1:9/v1", "http://127.0.0.1:10/v1")
     specs, _limits = _specs(None, urls, "qwen2.5", None, None, None, None, None)
     assert specs[0].backend_urls == urls
+
+
+@pytest.mark.slow
+def test_chatfmt_chat_takes_several_backends() -> None:
+    """``chatfmt chat --backend A --backend B``: the agent over a pool; a dead engine is
+    skipped before its first chunk."""
+    import json
+    import socket
+
+    from typer.testing import CliRunner
+
+    from _fake_server import FakeCompletionsServer, serve
+    from chatfmt.cli import app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens there
+    with serve(FakeCompletionsServer(["Hello!<|im_end|>"] * 2)) as alive:
+        for order in ([dead, alive.base_url], [alive.base_url, dead]):
+            args = ["chat", "--backend", order[0], "--backend", order[1], "-t", "qwen2.5"]
+            res = CliRunner().invoke(app, [*args, "-m", "hi", "--json"])
+            assert res.exit_code == 0, res.output
+            assert json.loads(res.output)["answer"] == "Hello!"
+    assert len(alive.requests) == 2
