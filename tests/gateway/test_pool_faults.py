@@ -2,7 +2,8 @@
 
 Requests that had not started streaming when the engine died are served by the other one
 (no client sees an error; whole replies being generated are generated again); streams cut
-midway end with the API's own error event; nothing hangs (every wait is bounded by a
+midway end with the API's own error event; the dead engine is taken out, and probed back in
+once it runs again; nothing hangs (every wait is bounded by a
 timeout, nothing is timed). Every chat API the gateway serves is exercised: chat
 completions, and the Responses and Anthropic Messages APIs where the app has their routes.
 """
@@ -13,6 +14,8 @@ import asyncio
 import importlib.util
 import json
 import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import ModuleType
@@ -136,8 +139,8 @@ def engines() -> Iterator[list[tuple[subprocess.Popen[bytes], str]]]:
 @pytest.fixture
 def served(
     engines: list[tuple[subprocess.Popen[bytes], str]],
-) -> Iterator[tuple[str, list[API]]]:
-    """The gateway's URL and the chat APIs it serves."""
+) -> Iterator[tuple[str, list[API], PoolBackend]]:
+    """The gateway's URL, the chat APIs it serves, and its pool."""
     members = [OpenAICompletionsBackend(url, model="fake", kind="generic") for _, url in engines]
     # no slack for prefix affinity (the prompts share a system prompt): spread evenly
     pool = PoolBackend(members, policy=PoolPolicy(probe_delay=0.2, affinity_slack=0))
@@ -148,7 +151,7 @@ def served(
         entry.tokenizer = load_tokenizer(SHARED / "tokenizers" / "qwen3")
     app = create_app({"m": entry})
     with gateway(app) as url:
-        yield url, apis
+        yield url, apis, pool
 
 
 class Stream:
@@ -185,9 +188,10 @@ class Stream:
 
 @pytest.mark.slow
 def test_an_engine_killed_mid_run(
-    engines: list[tuple[subprocess.Popen[bytes], str]], served: tuple[str, list[API]]
+    engines: list[tuple[subprocess.Popen[bytes], str]],
+    served: tuple[str, list[API], PoolBackend],
 ) -> None:
-    base, apis = served
+    base, apis, pool = served
 
     def whole(client: Any, api: API, tag: str) -> Any:
         return client.post(base + api.path, json=api.body(tag, False))
@@ -246,3 +250,24 @@ def test_an_engine_killed_mid_run(
     for stream in cut:
         assert stream.cut, (stream.api.path, stream.status, stream.events)
     assert len(cut) < len(first)  # the first wave was spread over both engines
+
+    # The dead engine is taken out (at the latest after a few more requests fail on it
+    # and are retried), and probed back in once it runs again on its port.
+    dead = pool.members[0]
+    with httpx.Client(timeout=TIMEOUT) as client:
+        for i in range(4 * pool.policy.max_failures):
+            if not dead.healthy:
+                break
+            answer = client.post(base + CHAT.path, json=CHAT.body(f"req-{500 + i}", False))
+            assert answer.status_code == 200, answer.text
+        assert not dead.healthy
+        port = int(engines[0][1].rsplit(":", 1)[1].split("/")[0])
+        script = str(ROOT / "benchmarks/_sse_engine.py")
+        again = subprocess.Popen([sys.executable, script, str(port), str(TOKENS), "0"])
+        engines.append((again, engines[0][1]))  # stopped by the fixture
+        deadline = time.monotonic() + TIMEOUT
+        while not dead.healthy:
+            assert time.monotonic() < deadline, "the engine was not probed back in"
+            time.sleep(0.05)
+        answer = client.post(base + CHAT.path, json=CHAT.body("req-600", False))
+        assert answer.status_code == 200, answer.text
