@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from ..backends.base import CompletionRequest, Usage
@@ -33,6 +33,17 @@ def requests_for(request: CompletionRequest, n: int) -> list[CompletionRequest]:
     if n == 1 or request.seed is None:
         return [request] * n
     return [request.with_(seed=request.seed + i) for i in range(n)]
+
+
+async def start_all(
+    starts: Sequence[Awaitable[None]], close: Callable[[], Awaitable[None]]
+) -> None:
+    """Await ``starts`` side by side; if one fails, ``close`` everything and raise its error."""
+    results = await asyncio.gather(*starts, return_exceptions=True)
+    failed = next((r for r in results if isinstance(r, BaseException)), None)
+    if failed is not None:
+        await close()
+        raise failed
 
 
 async def interleave(
@@ -105,11 +116,7 @@ class Choices:
         if len(gens) == 1:
             await gens[0].start()
             return
-        results = await asyncio.gather(*(g.start() for g in gens), return_exceptions=True)
-        failed = next((r for r in results if isinstance(r, BaseException)), None)
-        if failed is not None:
-            await self.aclose()
-            raise failed
+        await start_all([g.start() for g in gens], self.aclose)
 
     def batches(self) -> AsyncIterator[tuple[int, list[Delta] | None]]:
         """``(i, deltas)`` per backend chunk of choice ``i`` as they come, and ``(i, None)``

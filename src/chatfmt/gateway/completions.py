@@ -17,7 +17,6 @@ with a 400 naming the field, never ignored.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -28,7 +27,7 @@ from pydantic import Field
 from ..backends.base import Backend, CompletionChunk, CompletionRequest, Usage
 from ..errors import ChatFmtError, ValidationError
 from . import wire
-from .choices import MAX_CHOICES, interleave, requests_for
+from .choices import MAX_CHOICES, interleave, requests_for, start_all
 from .errors import APIError, api_error
 from .models import ModelEntry
 from .schema import StreamOptions, _Body
@@ -232,11 +231,7 @@ class RawCompletion:
 
     async def start(self) -> None:
         """Start every choice side by side (an :class:`APIError` if one fails first)."""
-        results = await asyncio.gather(*(c.start() for c in self.choices), return_exceptions=True)
-        failed = next((r for r in results if isinstance(r, BaseException)), None)
-        if failed is not None:
-            await self.aclose()
-            raise failed
+        await start_all([c.start() for c in self.choices], self.aclose)
 
     async def aclose(self) -> None:
         for choice in self.choices:
