@@ -7,7 +7,8 @@ on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
 halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
 timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
 ``root_json`` (path → JSON answered at the server's root, e.g. ``/props``) make it look
-like a given engine.
+like a given engine; ``reply_for`` answers each request from its body (a scripted engine
+for clients whose requests come in any order).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -36,6 +37,8 @@ class FakeCompletionsServer:
         self.port = 0
         self.owned_by: str | None = None
         self.root_json: dict[str, Any] = {}
+        #: When set, the reply to each request (its JSON body), instead of ``replies`` in order.
+        self.reply_for: Callable[[dict[str, Any]], str] | None = None
 
     @property
     def base_url(self) -> str:
@@ -55,7 +58,10 @@ class FakeCompletionsServer:
         return web.json_response(self.root_json[path])
 
     def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
-        text = self.replies.pop(0) if self.replies else ""
+        if self.reply_for is not None:
+            text = self.reply_for(body)
+        else:
+            text = self.replies.pop(0) if self.replies else ""
         max_tokens = body.get("max_tokens")
         stops = [s for s in body.get("stop") or [] if s in text]
         if stops:
@@ -159,3 +165,47 @@ def gateway(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (yet)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def chatfmt_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[str, Any]]:
+    """Run ``chatfmt serve ARGS`` (this checkout's code) on a free port until ``/health``
+    answers; yield its base URL and the process (always stopped; read its stderr after)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    port = free_port()
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    command = [sys.executable, "-m", "chatfmt.cli", "serve", *args]
+    command += ["--port", str(port), "--log-level", "warning"]
+    environ = {**os.environ, **(env or {}), "PYTHONPATH": src}
+    proc = subprocess.Popen(command, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.communicate()[1].decode()
+            try:
+                if httpx.get(base + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "chatfmt serve did not start"
+                time.sleep(0.1)
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=20)

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -27,13 +24,13 @@ openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
-from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, chatfmt_serve, gateway, serve  # noqa: E402
 from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
 
-from _support import ROOT, SHARED  # noqa: E402
+from _support import SHARED  # noqa: E402
 
 KEY = "gateway-test-key"
 BACKEND_KEY = "backend-secret-never-shown"
@@ -611,6 +608,7 @@ def test_render_gives_prompt_ids_and_flags(engine: FakeCompletionsServer) -> Non
 # ---------------------------------------------------------------------- embedded
 @pytest.mark.slow
 def test_embedded_model_through_the_sdk() -> None:
+    """Chat completions (plain and streamed) and the Responses API over the embedded model."""
     pytest.importorskip("llama_cpp")
     from chatfmt.backends.llamacpp import LlamaCppBackend
 
@@ -630,11 +628,17 @@ def test_embedded_model_through_the_sdk() -> None:
             model="smol", messages=hi, max_tokens=8, stream=True, stream_options=options
         )
         chunks = list(stream)
+        response = c.responses.create(model="smol", input="Hi", max_output_tokens=8)
     assert isinstance(reply.choices[0].message.content, str)
     assert reply.choices[0].finish_reason in ("stop", "length")
     assert reply.usage.prompt_tokens > 0 and reply.usage.completion_tokens <= 8
     assert chunks[-1].usage is not None
     assert chunks[-2].choices[0].finish_reason in ("stop", "length")
+    # the Responses API over the same model
+    assert response.status in ("completed", "incomplete") and response.output_text
+    if response.status == "incomplete":
+        assert response.incomplete_details.reason == "max_output_tokens"
+    assert response.usage.input_tokens > 0 and 0 < response.usage.output_tokens <= 8
 
 
 # ---------------------------------------------------------------------- chatfmt serve
@@ -646,40 +650,15 @@ def test_serve_command_runs_the_gateway_from_a_config(
         f'[models.assistant]\nbackend = "{engine.base_url}"\ntemplate = "qwen2.5"\n'
         'backend_api_key_env = "TEST_BACKEND_KEY"\n\n[limits]\nmax_messages = 10\n'
     )
-    port = closed_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT / "src"),
-        "CHATFMT_API_KEY": KEY,
-        "TEST_BACKEND_KEY": BACKEND_KEY,
-    }
-    command = [sys.executable, "-m", "chatfmt.cli", "serve", "--config", str(config)]
-    proc = subprocess.Popen(
-        [*command, "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, proc.communicate()[1].decode()
-            try:
-                if httpx.get(base + "/health").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, "chatfmt serve did not start"
-                time.sleep(0.1)
+    env = {"CHATFMT_API_KEY": KEY, "TEST_BACKEND_KEY": BACKEND_KEY}
+    with chatfmt_serve("--config", str(config), env=env) as (base, proc):
         engine.replies.append("Served.<|im_end|>")
         with openai.OpenAI(base_url=base + "/v1", api_key=KEY, max_retries=0) as c:
             reply = c.chat.completions.create(model="assistant", messages=ASK)
             assert [m.id for m in c.models.list()] == ["assistant"]
         assert reply.choices[0].message.content == "Served."
         assert httpx.get(base + "/v1/models").status_code == 401
-    finally:
-        proc.terminate()
-        _out, err = proc.communicate(timeout=20)
+    err = proc.stderr.read()
     assert BACKEND_KEY not in err.decode()
 
 

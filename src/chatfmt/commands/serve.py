@@ -171,8 +171,9 @@ def serve_cmd(
         ),
     ] = False,
 ) -> None:
-    """Serve an OpenAI-compatible chat API (/v1/chat/completions, /v1/completions) over a
-    completions backend (or several engines: --backend repeated), and the playground page at /."""
+    """Serve an OpenAI-compatible chat API (/v1/chat/completions, /v1/responses,
+    /v1/completions) over a completions backend (or several engines: --backend repeated), and
+    the playground page at /."""
     try:
         import uvicorn
     except ImportError:

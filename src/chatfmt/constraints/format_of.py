@@ -6,7 +6,8 @@ format's description; a template with a family parser takes the form its family 
 several forms, the one whose markers the template's own rendered call shows, in order); a
 Jinja template chatfmt does not know takes the format :func:`~chatfmt.parsing.derive_parser`
 finds in it, and a packaged template whose parser declares none takes the format derived from
-its official Jinja. ``None`` when there is no description (Harmony, DSML, MiniMax-M2, …).
+its official Jinja. ``None`` when there is no description (every built-in template with a
+tool parser has one; a Jinja template the probe cannot read may not).
 """
 
 from __future__ import annotations
@@ -100,17 +101,44 @@ def _jinja_sources(template: Any) -> list[Any]:
 
 
 def _call_turn(template: Any, options: Mapping[str, Any]) -> str | None:
+    from ..gateway.tool_choice import _PROBE_CALL, _PROBE_TOOL
     from ..parsing.derived_probe import _TURNS, _USER, PROBE_TOOLS, _shared_head
 
-    try:
-        prompt = template.render(_USER, add_generation_prompt=True, tools=PROBE_TOOLS, **options)
-        full = template.render(
-            [*_USER, _TURNS["one"]], add_generation_prompt=False, tools=PROBE_TOOLS, **options
-        )
-    except ChatFmtError:
-        return None
-    text: str = full[_shared_head(prompt, full) :]
-    return text
+    # the derived-parser probe's call, else one whose every parameter has a description
+    # (Command R's template refuses parameters without one)
+    call_turn = {"role": "assistant", "content": "", "tool_calls": [_PROBE_CALL]}
+    for tools, turn in ((PROBE_TOOLS, _TURNS["one"]), ([_PROBE_TOOL], call_turn)):
+        try:
+            prompt = template.render(_USER, add_generation_prompt=True, tools=tools, **options)
+            full = template.render(
+                [*_USER, turn], add_generation_prompt=False, tools=tools, **options
+            )
+        except ChatFmtError:
+            continue
+        text: str = full[_shared_head(prompt, full) :]
+        return text
+    return None
+
+
+#: Per template object: options key → whether its calls' JSON is indented.
+_INDENTED: weakref.WeakKeyDictionary[Any, dict[str, bool]] = weakref.WeakKeyDictionary()
+
+
+def writes_indented_json(template: Any, options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``template`` writes a call's JSON pretty-printed (a line break and an indent
+    inside it, as Command R's ``json.dumps(indent=4)``)."""
+    import json
+    import re
+
+    opts = dict(options or {})
+    key = json.dumps(opts, sort_keys=True, default=repr)
+
+    def find() -> bool:
+        turn = _call_turn(template, opts)
+        return turn is not None and re.search(r'[\[{,]\n[ \t]+["{[]', turn) is not None
+
+    found: bool = per_template(_INDENTED, template, key, find)
+    return found
 
 
 def _in_order(text: str, markers: tuple[str, ...]) -> bool:

@@ -17,6 +17,17 @@ from ..errors import ChatFmtError, ValidationError
 
 #: Whitespace between markers (bounded: a constrained small model pads with blank lines).
 WS_RULE = "ws ::= [ \\t\\n]{0,4}"
+#: Whitespace inside pretty-printed JSON: none, a space, or a line break and an indent, for a
+#: template that writes its calls' JSON indented (``json.dumps(indent=4)``: Command R).
+#: llama.cpp's own converter bounds it the same way; llama-cpp-python's allows one space only,
+#: which is kept for every other template (a small model pads JSON with blank lines when it
+#: may).
+JSON_SPACE = '( " " | "\\n"{1,2} [ \\t]{0,20} )?'
+
+
+def jws_rule(pretty: bool) -> str:
+    """The ``jws`` rule: whitespace between the parts of a JSON call object."""
+    return f"jws ::= {JSON_SPACE}" if pretty else "jws ::= [ \\t\\n]{0,4}"
 
 
 def lit(text: str) -> str:
@@ -98,9 +109,10 @@ def until_rules(name: str, stop: str) -> list[str]:
 
 class SchemaRules:
     """llama.cpp's JSON-schema converter, shared by the schemas of one grammar (common rules
-    such as ``string`` are written once)."""
+    such as ``string`` are written once); ``pretty``: JSON may be indented (:data:`JSON_SPACE`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pretty: bool = False) -> None:
+        self._pretty = pretty
         try:
             from llama_cpp.llama_grammar import SchemaConverter
         except ImportError:  # pragma: no cover - depends on the install
@@ -128,6 +140,8 @@ class SchemaRules:
     def rules(self) -> str:
         """The rules added so far, as GBNF."""
         text: str = self._conv.format_grammar()
+        if self._pretty:
+            text = _SPACE.sub(lambda _: f"space ::= {JSON_SPACE}", text)
         return _OPTIONAL_CHAIN.sub(_as_repetition, text)
 
 
@@ -148,6 +162,9 @@ def _as_repetition(found: re.Match[str]) -> str:
         return found[0]
     return f"{found['item']}{{0,{opened + 1}}}"
 
+
+#: The converter's whitespace rule (one optional space).
+_SPACE = re.compile(r'^space ::= " "\?$', re.MULTILINE)
 
 _LITERALS = re.compile(r'"(?:[^"\\]|\\.)*"|\[(?:[^\]\\]|\\.)*\]')
 _NAMES = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
@@ -216,6 +233,24 @@ def _byte_tokenizer() -> Any:
     return _BYTE_TOKENIZER
 
 
+#: A Lark string literal, a regular expression, or a name.
+_LARK_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|/(?:[^/\\]|\\.)*/|[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _terminals_as_rules(lark: str) -> str:
+    """``lark`` with its terminals (``NAME: …``, what ``gbnf_to_lark`` makes of a rule with
+    no rule inside) written as rules: a terminal is one greedy lexeme that llguidance does
+    not end early, so an optional tail it could still read (an optional parameter) would
+    hide what follows it; as a rule, each of its parts is read on its own."""
+    names = set(re.findall(r"^([A-Z][A-Z0-9_]*):", lark, flags=re.MULTILINE))
+
+    def rename(found: re.Match[str]) -> str:
+        word = found[0]
+        return f"r_{word.lower()}" if word in names else word
+
+    return _LARK_TOKENS.sub(rename, lark)
+
+
 def gbnf_accepts(gbnf: str, text: str) -> bool:
     """Whether the complete ``text`` is a sentence of ``gbnf`` (checked with llguidance over a
     byte-level tokenizer: no model needed).
@@ -227,8 +262,7 @@ def gbnf_accepts(gbnf: str, text: str) -> bool:
     from llguidance import LLMatcher
     from llguidance.gbnf_to_lark import gbnf_to_lark
 
-    matcher = LLMatcher(
-        _byte_tokenizer(), LLMatcher.grammar_from_lark(gbnf_to_lark(gbnf)), log_level=0
-    )
+    lark = _terminals_as_rules(gbnf_to_lark(gbnf))
+    matcher = LLMatcher(_byte_tokenizer(), LLMatcher.grammar_from_lark(lark), log_level=0)
     ok = matcher.consume_tokens(list(text.encode("utf-8")))
     return bool(ok) and not matcher.is_error() and matcher.is_accepting()

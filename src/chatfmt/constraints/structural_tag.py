@@ -35,6 +35,8 @@ def structural_tag(
     :class:`~chatfmt.gateway.tool_choice.CallParts`), or ``None`` when not expressible."""
     if fmt.encoding not in JSON_ARGUMENTS or parts is None or not trigger:
         return None
+    if not parts.follows_prompt:  # the rendered call is not what the model writes (Command R)
+        return None
     if fmt.id_end and not parts.name_close.rstrip().endswith(fmt.id_end):
         return None  # a call id the model writes between name and arguments
     at = parts.opening.find(trigger)

@@ -20,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import completions, openai_chat
+from . import completions, openai_chat, responses
 from .chat import Prepared, check_length, completion_request, prepare
 from .choices import Choices
 from .errors import APIError
@@ -39,6 +39,8 @@ from .playground import (
 )
 from .playground import render as playground_render
 from .request import ChatRequest
+from .response_store import ResponseStore
+from .responses_schema import ResponsesBody, body_field
 from .schema import ChatBody, RenderBody, parse_body, unsupported
 
 log = logging.getLogger("chatfmt.gateway")
@@ -147,6 +149,7 @@ class Gateway:
         api_key: str | None = None,
         limits: Limits | None = None,
         playground: Playground | None = None,
+        response_store: ResponseStore | None = None,
     ) -> None:
         if not models and playground is None:
             raise ChatFmtError("the gateway needs at least one model")
@@ -156,6 +159,11 @@ class Gateway:
         self.models = dict(models)
         self.limits = limits or Limits()
         self.playground = playground
+        #: The responses ``previous_response_id`` may name (``POST /v1/responses``).
+        if response_store is None:
+            limits = self.limits
+            response_store = ResponseStore(limits.stored_responses, limits.stored_response_ttl)
+        self.response_store = response_store
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
 
     # ------------------------------------------------------------------ the application
@@ -174,6 +182,9 @@ class Gateway:
         routes = [
             Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
             Route("/v1/completions", guarded(self.completions), methods=["POST"]),
+            Route("/v1/responses", guarded(self.create_response), methods=["POST"]),
+            Route("/v1/responses/{response_id}", guarded(self.stored_response), methods=["GET"]),
+            Route("/v1/responses/{response_id}", guarded(self.delete_response), methods=["DELETE"]),
             Route("/v1/render", guarded(self.render), methods=["POST"]),
             Route("/v1/models", guarded(self.list_models), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -289,6 +300,66 @@ class Gateway:
         await raw.start()
         return EventStream(raw.events(), raw.aclose)
 
+    async def create_response(self, request: Request) -> Response:
+        """``POST /v1/responses``: the body as a chat request, then the same pipeline."""
+        body = parse_body(ResponsesBody, await self.read_body(request), body_field)
+        entry = self.entry_for(body.model)
+        refused = responses.refused(body)
+        if refused is not None:
+            raise refused
+        previous = None
+        if body.previous_response_id is not None:
+            previous = self.response_store.get(body.previous_response_id)
+            if previous is None:
+                raise APIError(  # as OpenAI answers it: a 400 with this code
+                    400,
+                    f"previous response {body.previous_response_id!r} not found (it was not "
+                    "stored, was stored with store: false, or has expired)",
+                    param="previous_response_id",
+                    code="previous_response_not_found",
+                )
+        translated = responses.chat_request(body, entry.template, previous)
+        try:
+            generation = self.generation(translated.chat)
+        except APIError as exc:
+            # ``instructions`` and system items: one system message, if the template wants it
+            joined = translated.one_system_message()
+            try:
+                if joined is None:
+                    raise
+                generation = self.generation(joined.chat)
+            except APIError:
+                raise responses.located(exc, translated.sources) from None
+        writer = responses.ResponseWriter(
+            body, translated, generation, self.response_store, previous
+        )
+        if not body.stream:
+            return JSONResponse(await responses.create(writer))
+        await generation.start()
+        return EventStream(responses.events(writer), generation.aclose)
+
+    async def stored_response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: a stored response object."""
+        return JSONResponse(self._stored(request.path_params["response_id"]).resource)
+
+    async def delete_response(self, request: Request) -> Response:
+        """``DELETE /v1/responses/{id}``: forget a stored response."""
+        response_id = request.path_params["response_id"]
+        self._stored(response_id)
+        self.response_store.delete(response_id)
+        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+    def _stored(self, response_id: str) -> Any:
+        stored = self.response_store.get(response_id)
+        if stored is None:
+            raise APIError(
+                404,
+                f"response {response_id!r} not found (not stored, or expired)",
+                param="response_id",
+                code="not_found",
+            )
+        return stored
+
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
         and its generation ready to start."""
@@ -382,12 +453,16 @@ def create_app(
     api_key: str | None = None,
     limits: Limits | None = None,
     playground: Playground | None = None,
+    response_store: ResponseStore | None = None,
 ) -> Starlette:
-    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`).
+    """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`):
+    ``/v1/chat/completions`` and ``/v1/responses``.
 
     With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>``.
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
-    endpoints it calls are served too; then ``models`` may be empty. The backends (and the
+    endpoints it calls are served too; then ``models`` may be empty. ``response_store``
+    keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
+    of them, each ``limits.stored_response_ttl`` seconds). The backends (and the
     playground's sandbox) are closed when the application shuts down.
     """
-    return Gateway(models, api_key, limits, playground).app()
+    return Gateway(models, api_key, limits, playground, response_store).app()

@@ -15,6 +15,8 @@ A config file maps model names to a backend, a template and an optional tokenize
     max_body_bytes = 8388608
     max_messages = 2048
     max_prompt_tokens = 32768
+    stored_responses = 1024                # previous_response_id: responses kept (per process)
+    stored_response_ttl = 3600             # … and for how many seconds
 """
 
 from __future__ import annotations

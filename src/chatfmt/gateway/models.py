@@ -34,8 +34,11 @@ class ModelEntry:
 @dataclass(frozen=True)
 class Limits:
     """Request limits. ``max_prompt_tokens`` defaults to each template's ``session_len``
-    (checked only when a tokenizer is known)."""
+    (checked only when a tokenizer is known). ``stored_responses`` responses are kept for
+    ``previous_response_id`` (``POST /v1/responses``), each ``stored_response_ttl`` seconds."""
 
     max_body_bytes: int = 8 * 1024 * 1024
     max_messages: int = 2048
     max_prompt_tokens: int | None = None
+    stored_responses: int = 1024
+    stored_response_ttl: int = 3600

@@ -6,6 +6,7 @@ names the field of any problem (``messages[2].tool_calls[0].function.arguments``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -130,8 +131,11 @@ def response_format_dict(body: ChatBody) -> dict[str, Any] | None:
     return fmt.model_dump(by_alias=True, exclude_none=True)
 
 
-def parse_body(model: type[_Body], raw: bytes) -> Any:
-    """The validated body, or a 400 :class:`APIError` naming the first bad field."""
+def parse_body(
+    model: type[BaseModel], raw: bytes, where: Callable[[tuple[int | str, ...]], str] | None = None
+) -> Any:
+    """The validated body, or a 400 :class:`APIError` naming the first bad field (``where``:
+    a pydantic location as the field's path, default the chat bodies' reading)."""
     try:
         return model.model_validate_json(raw)
     except PydanticError as exc:
@@ -140,7 +144,7 @@ def parse_body(model: type[_Body], raw: bytes) -> Any:
             raise APIError(400, f"the body is not valid JSON: {error['msg']}") from None
         if error["type"] == "model_type" and not error["loc"]:
             raise APIError(400, "the body must be a JSON object") from None
-        param = _loc(error["loc"])
+        param = (where or _loc)(error["loc"])
         raise APIError(400, f"{param}: {error['msg']}", param=param, code="invalid_value") from None
 
 

@@ -8,6 +8,7 @@ know, and the parser machines (:mod:`.derived_machines`) are built from one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -20,7 +21,14 @@ ENCODINGS: Mapping[str, str] = {
     "xml_pairs": "name, then <key>k</key><value>v</value> pairs (GLM-4.5-like), values typed by the schema",
     "xml_function": "<function=name><parameter=k>v</parameter>… (Qwen3-Coder-like), values typed by the schema",
     "pythonic": "Python call syntax [f(a=1, b='x')] read as literals (never evaluated)",
+    "json_keyed": 'a JSON list of {"NAME": {args}} objects after a marker (Apertus-like)',
+    "bare_keys": "NAME{key:value,…} with bare keys and delimited strings (Gemma 4-like)",
 }
+
+
+#: What a marker may hold besides text: the parameter's name, a word for the value's type, the
+#: function's name.
+_PLACEHOLDER = re.compile(r"\{key\}|\{type\}|\{name\}")
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,21 @@ class ToolCallFormat:
     #: Keys of a JSON call object.
     name_key: str = "name"
     args_key: str = "arguments"
+    #: JSON call objects: a call-id key written before the name key (``"tool_call_id"``).
+    id_key: str = ""
+    #: Other spellings of :attr:`name_sep` the model writes and the parser reads (Harmony's
+    #: ``<|constrain|>json`` header forms).
+    name_seps: tuple[str, ...] = ()
+    #: One call per assistant message: the call's end also ends the turn (Harmony).
+    one_call: bool = False
+    #: Markers may hold ``{key}`` (the parameter's name), ``{type}`` (a word for the value's
+    #: JSON type: JSON type → word, ``"*"`` for any other type, e.g. DSML's
+    #: ``string="true"`` / ``string="false"``) and, in :attr:`calls_begin`, ``{name}`` (the
+    #: function's name, written again in a message header: Glimmer).
+    type_words: tuple[tuple[str, str], ...] = ()
+    #: Markers around the reply's text where the template wraps it and writes the wrapper,
+    #: empty, before the calls too (Kimi K3's ``response`` tag).
+    response: tuple[str, str] | None = None
     #: Markers around the reasoning block, if the template renders one.
     reasoning: tuple[str, str] | None = None
     #: Observations worth telling (why there are no calls, a reasoning form not derived, …).
@@ -80,7 +103,9 @@ class ToolCallFormat:
             self.call_end,
             self.calls_end,
         )
-        return tuple(m for m in order if m)
+        # a marker with a placeholder is matched by its fixed start
+        fixed = (_PLACEHOLDER.split(m, 1)[0] for m in order)
+        return tuple(m for m in fixed if m)
 
     def same_calls(self, other: ToolCallFormat) -> bool:
         """Whether ``other`` writes calls the same way (its origin, reasoning and notes aside)."""

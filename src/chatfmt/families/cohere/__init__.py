@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import COMMAND_R7B_FORMAT, COMMAND_R_FORMAT
 from .parser import CommandAThinkParser, CommandRParser
 from .templates import TEMPLATES
 
@@ -18,9 +19,15 @@ REASONING_PARSERS: ReasoningParsers = {
     CommandAThinkParser: ("cohere_think",),
 }
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    CommandRParser: (COMMAND_R7B_FORMAT, COMMAND_R_FORMAT),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "CommandAThinkParser",
     "CommandRParser",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 ACTION = "Action:"
 BOS_TOKEN = "<BOS_TOKEN>"
 CHATBOT_TOKEN = "<|CHATBOT_TOKEN|>"
@@ -22,3 +24,25 @@ START_THINKING = "<|START_THINKING|>"
 START_TOOL_RESULT = "<|START_TOOL_RESULT|>"
 SYSTEM_TOKEN = "<|SYSTEM_TOKEN|>"
 USER_TOKEN = "<|USER_TOKEN|>"
+
+#: Command R7B / Command A: ``<|START_ACTION|>[{"tool_call_id": "0", "tool_name": …, "parameters": {…}}, …]<|END_ACTION|>``.
+COMMAND_R7B_FORMAT = ToolCallFormat(
+    "command_r7b",
+    "json_list",
+    call_begin=START_ACTION,
+    call_end=END_ACTION,
+    name_key="tool_name",
+    args_key="parameters",
+    id_key="tool_call_id",
+)
+#: Command R: ``Action:`` and a ``json`` fence around ``[{"tool_name": …, "parameters": {…}}, …]``
+#: (the JSON indented by 4).
+COMMAND_R_FORMAT = ToolCallFormat(
+    "command_r",
+    "json_list",
+    calls_begin=ACTION,
+    call_begin=FENCE + "json",
+    call_end=FENCE,
+    name_key="tool_name",
+    args_key="parameters",
+)

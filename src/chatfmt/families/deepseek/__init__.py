@@ -5,9 +5,10 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .dsml_parser import DeepSeekDSMLParser
 from .dsml_templates import TEMPLATES as DSML_TEMPLATES
+from .markers import DEEPSEEK_V3_FORMAT, DEEPSEEK_V31_FORMAT, DSML_V4_FORMAT, DSML_V32_FORMAT
 from .parser import DeepSeekV3Parser
 from .templates import TEMPLATES as V3_TEMPLATES
 
@@ -21,9 +22,16 @@ TOOL_PARSERS: ToolParsers = {
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    DeepSeekV3Parser: (DEEPSEEK_V3_FORMAT, DEEPSEEK_V31_FORMAT),
+    DeepSeekDSMLParser: (DSML_V32_FORMAT, DSML_V4_FORMAT),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "DeepSeekDSMLParser",
     "DeepSeekV3Parser",

@@ -6,7 +6,7 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import FUNCTIONARY_V31_FORMAT
+from .markers import FUNCTIONARY_V31_FORMAT, FUNCTIONARY_V32_FORMAT
 from .parser import FunctionaryV31Parser, FunctionaryV32Parser
 from .templates import TEMPLATES
 
@@ -19,6 +19,7 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {}
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
+    FunctionaryV32Parser: (FUNCTIONARY_V32_FORMAT,),
     FunctionaryV31Parser: (FUNCTIONARY_V31_FORMAT,),
 }
 

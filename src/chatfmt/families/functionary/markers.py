@@ -16,3 +16,8 @@ PYTHON_TAG = "<|python_tag|>"
 FUNCTIONARY_V31_FORMAT = ToolCallFormat(
     "functionary_v31", "json_arguments", call_begin=FUNCTION, name_sep=">", call_end="</function>"
 )
+
+#: v3.2: ``NAME\n{…}`` after the prompt's ``>>>``; another call follows ``>>>``.
+FUNCTIONARY_V32_FORMAT = ToolCallFormat(
+    "functionary_v32", "json_arguments", name_sep="\n", separator=PROMPT_ARROWS
+)

@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import GEMMA4_FORMAT
 from .parser import Gemma4Parser, Gemma4Reasoning
 from .templates import TEMPLATES
 
@@ -18,9 +19,15 @@ REASONING_PARSERS: ReasoningParsers = {
     Gemma4Reasoning: (),
 }
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    Gemma4Parser: (GEMMA4_FORMAT,),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Gemma4Parser",
     "Gemma4Reasoning",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 BOS = "<bos>"
 CHANNEL_CLOSE = "<channel|>"
 CHANNEL_OPEN = "<|channel>"
@@ -13,3 +15,15 @@ TOOL_CALL_CLOSE = "<tool_call|>"
 TOOL_CALL_OPEN = "<|tool_call>"
 TOOL_RESPONSE_OPEN = "<|tool_response>"
 TURN_CLOSE = "<turn|>"
+
+#: Gemma 4: ``<|tool_call>call:NAME{k:<|"|>text<|"|>,n:3}<tool_call|>`` per call.
+GEMMA4_FORMAT = ToolCallFormat(
+    "gemma4",
+    "bare_keys",
+    call_begin=TOOL_CALL_OPEN + "call:",
+    name_sep="{",
+    call_end="}" + TOOL_CALL_CLOSE,
+    key_close=":",
+    value_open=QUOTE,
+    value_close=QUOTE,
+)

@@ -6,7 +6,7 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import GLM45_FORMAT
+from .markers import CHATGLM3_FORMAT, GLM4_FORMAT, GLM45_FORMAT
 from .parser import ChatGLM3Parser, GLM4Parser, GLM45Parser
 from .templates import TEMPLATES
 
@@ -20,6 +20,8 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {}
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
+    GLM4Parser: (GLM4_FORMAT,),
+    ChatGLM3Parser: (CHATGLM3_FORMAT,),
     GLM45Parser: (GLM45_FORMAT,),
 }
 

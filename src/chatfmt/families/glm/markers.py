@@ -35,3 +35,15 @@ GLM45_FORMAT = ToolCallFormat(
     value_open=ARG_VALUE,
     value_close=ARG_VALUE_CLOSE,
 )
+
+#: GLM-4: ``NAME\n{…}`` with no marker; another call follows ``<|assistant|>``.
+GLM4_FORMAT = ToolCallFormat("glm4", "json_arguments", name_sep="\n", separator=ASSISTANT)
+#: ChatGLM3: ``NAME`` then a ``python`` fence around ``tool_call(k=v, …)``; another call follows
+#: ``<|assistant|>``.
+CHATGLM3_FORMAT = ToolCallFormat(
+    "chatglm3",
+    "pythonic",
+    name_sep="\n ```python\ntool_call(",
+    call_end=")\n```",
+    separator=ASSISTANT,
+)

@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import GRANITE3_FORMAT, GRANITE4_FORMAT
 from .parser import GraniteParser, GraniteThinkParser
 from .templates import TEMPLATES
 
@@ -18,9 +19,15 @@ REASONING_PARSERS: ReasoningParsers = {
     GraniteThinkParser: (),
 }
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    GraniteParser: (GRANITE3_FORMAT, GRANITE4_FORMAT),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "GraniteParser",
     "GraniteThinkParser",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 END_OF_ROLE = "<|end_of_role|>"
 END_OF_TEXT = "<|end_of_text|>"
 RESPONSE = "<response>"
@@ -10,3 +12,10 @@ START_OF_ROLE = "<|start_of_role|>"
 TOOL_CALL = "<tool_call>"
 TOOL_CALL_TOKEN = "<|tool_call|>"
 TOOL_CALL_CLOSE = "</tool_call>"
+
+#: Granite 3: ``<|tool_call|>[{"name": …, "arguments": {…}}, …]``.
+GRANITE3_FORMAT = ToolCallFormat("granite3", "json_list", call_begin=TOOL_CALL_TOKEN)
+#: Granite 4: ``<tool_call>{"name": …, "arguments": {…}}</tool_call>`` per call.
+GRANITE4_FORMAT = ToolCallFormat(
+    "granite4", "json_call", call_begin=TOOL_CALL, call_end=TOOL_CALL_CLOSE
+)

@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import HY3_FORMAT
 from .parser import HunyuanParser, HunyuanThinkParser
 from .templates import TEMPLATES
 
@@ -18,9 +19,15 @@ REASONING_PARSERS: ReasoningParsers = {
     HunyuanThinkParser: ("hy3",),
 }
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    HunyuanParser: (HY3_FORMAT,),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "HunyuanParser",
     "HunyuanThinkParser",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ...parsing.derived_format import ToolCallFormat
+
 ACTION_END = "<|action_end|>"
 ACTION_START = "<|action_start|>"
 BOS = "<s>"
@@ -10,3 +12,12 @@ EOH = "<eoh>"
 EOS = "</s>"
 INTERPRETER = "<|interpreter|>"
 PLUGIN = "<|plugin|>"
+
+#: ``<|action_start|><|plugin|>\n{"name": …, "parameters": {…}}<|action_end|>`` per call.
+INTERNLM2_FORMAT = ToolCallFormat(
+    "internlm2",
+    "json_call",
+    call_begin=ACTION_START + PLUGIN,
+    call_end=ACTION_END,
+    args_key="parameters",
+)

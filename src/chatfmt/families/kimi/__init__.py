@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .k3_parser import KimiK3Parser, KimiK3Think
-from .markers import KIMI_K2_FORMAT
+from .markers import KIMI_K2_FORMAT, KIMI_K3_FORMAT
 from .parser import KimiK2Parser, KimiK2ThinkParser
 from .templates import TEMPLATES
 
@@ -23,6 +23,7 @@ REASONING_PARSERS: ReasoningParsers = {
 }
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
+    KimiK3Parser: (KIMI_K3_FORMAT,),
     KimiK2Parser: (KIMI_K2_FORMAT,),
 }
 

@@ -31,3 +31,29 @@ KIMI_K2_FORMAT = ToolCallFormat(
     name_sep=":",
     id_end=TOOL_CALL_ARGUMENT_BEGIN,
 )
+
+#: Kimi-K3: ``<|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>`` then
+#: ``<|open|>argument key="K" type="string"<|sep|>V<|close|>argument<|sep|>`` per argument.
+KIMI_K3_FORMAT = ToolCallFormat(
+    "kimi_k3",
+    "xml_pairs",
+    calls_begin=OPEN + "tools" + SEP,
+    calls_end=CLOSE + "tools" + SEP,
+    call_begin=OPEN + 'call tool="',
+    name_sep='" index="',
+    id_end='"' + SEP,
+    call_end=CLOSE + "call" + SEP,
+    key_open=OPEN + 'argument key="',
+    key_close='" type="{type}"' + SEP,
+    value_close=CLOSE + "argument" + SEP,
+    response=(OPEN + "response" + SEP, CLOSE + "response" + SEP),
+    type_words=(
+        ("string", "string"),
+        ("integer", "number"),
+        ("number", "number"),
+        ("boolean", "boolean"),
+        ("null", "null"),
+        ("object", "object"),
+        ("array", "array"),
+    ),
+)

@@ -5,7 +5,8 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import LFM2_FORMAT
 from .parser import LFM2Parser
 from .templates import TEMPLATES
 
@@ -16,9 +17,15 @@ TOOL_PARSERS: ToolParsers = {
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
 
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    LFM2Parser: (LFM2_FORMAT,),
+}
+
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "LFM2Parser",
 ]

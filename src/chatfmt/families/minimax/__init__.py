@@ -6,7 +6,7 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import MINIMAX_M1_FORMAT
+from .markers import MINIMAX_M1_FORMAT, MINIMAX_M2_FORMAT, MINIMAX_M3_FORMAT
 from .parser import MiniMaxM1Parser, MiniMaxM2Parser, MiniMaxM3Parser, MiniMaxM3ThinkParser
 from .templates import TEMPLATES
 
@@ -22,6 +22,8 @@ REASONING_PARSERS: ReasoningParsers = {
 }
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
+    MiniMaxM2Parser: (MINIMAX_M2_FORMAT,),
+    MiniMaxM3Parser: (MINIMAX_M3_FORMAT,),
     MiniMaxM1Parser: (MINIMAX_M1_FORMAT,),
 }
 
