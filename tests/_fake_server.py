@@ -1,11 +1,11 @@
 """A fake OpenAI-compatible completions server on 127.0.0.1, started and stopped by the tests.
 
 It replays scripted replies, honours ``stop`` like a real engine (the stop word is not
-returned unless ``include_stop`` is set), streams server-sent events, and can misbehave
-on purpose (``mode``): ``"http500"``, ``"garbage"`` (non-JSON body / events),
-``"cut"`` (the stream ends without a finish reason), ``"die"`` (the connection is dropped
-halfway through a stream, as by a killed engine), ``"slow"`` (no data for longer than a read
-timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
+returned unless ``include_stop`` is set; it is named in ``stop_reason``, as vLLM does),
+streams server-sent events, and can misbehave on purpose (``mode``): ``"http500"``,
+``"garbage"`` (non-JSON body / events), ``"cut"`` (the stream ends without a finish reason),
+``"die"`` (the connection is dropped halfway through a stream, as by a killed engine),
+``"slow"`` (no data for longer than a read timeout). ``aborted`` counts streams whose client left before the end. ``owned_by`` and
 ``root_json`` (path → JSON answered at the server's root, e.g. ``/props``) make it look
 like a given engine; ``reply_for`` answers each request from its body (a scripted engine
 for clients whose requests come in any order).
@@ -39,6 +39,7 @@ class FakeCompletionsServer:
         self.root_json: dict[str, Any] = {}
         #: When set, the reply to each request (its JSON body), instead of ``replies`` in order.
         self.reply_for: Callable[[dict[str, Any]], str] | None = None
+        self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
 
     @property
     def base_url(self) -> str:
@@ -57,7 +58,8 @@ class FakeCompletionsServer:
             return web.Response(status=404, text="not found")
         return web.json_response(self.root_json[path])
 
-    def _next_text(self, body: dict[str, Any]) -> tuple[str, str]:
+    def _next_text(self, body: dict[str, Any]) -> tuple[str, str, str | None]:
+        """The reply, its finish reason and the stop word it ended at (sent as vLLM does)."""
         if self.reply_for is not None:
             text = self.reply_for(body)
         else:
@@ -66,10 +68,10 @@ class FakeCompletionsServer:
         stops = [s for s in body.get("stop") or [] if s in text]
         if stops:
             at, word = min((text.find(s), s) for s in stops)
-            return (text[: at + len(word)] if self.include_stop else text[:at]), "stop"
+            return (text[: at + len(word)] if self.include_stop else text[:at]), "stop", word
         if isinstance(max_tokens, int) and len(text) > max_tokens:  # 1 char = 1 "token"
-            return text[:max_tokens], "length"
-        return text, "stop"
+            return text[:max_tokens], "length", None
+        return text, "stop", None
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -78,8 +80,13 @@ class FakeCompletionsServer:
             return web.Response(status=500, text="engine exploded")
         if self.mode == "garbage" and not body.get("stream"):
             return web.Response(text="<html>not json</html>", content_type="text/html")
-        text, finish = self._next_text(body)
-        usage = {"prompt_tokens": len(body["prompt"]), "completion_tokens": len(text)}  # chars
+        text, finish, word = self._next_text(body)
+        usage: dict[str, Any] = {
+            "prompt_tokens": len(body["prompt"]),  # characters stand in for tokens
+            "completion_tokens": len(text),
+        }
+        if self.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if not body.get("stream"):
             choice = {"index": 0, "text": text, "finish_reason": finish}
             return web.json_response(
@@ -114,7 +121,8 @@ class FakeCompletionsServer:
             return resp
         if self.mode == "cut":
             return resp
-        await send({"choices": [{"index": 0, "text": "", "finish_reason": finish}]})
+        last = {"index": 0, "text": "", "finish_reason": finish, "stop_reason": word}
+        await send({"choices": [last]})
         if (body.get("stream_options") or {}).get("include_usage"):
             await send({"choices": [], "usage": usage})
         await send("[DONE]")

@@ -23,7 +23,7 @@ from .requests import ParseRequest, RenderRequest
 from .segments import Kind, Segment
 from .spec import RoleFormat, SpecTemplate, TemplateSpec, load_spec_file
 from .template import RenderContext, Template
-from .tool_format import ToolFormat, with_tool_format
+from .tool_format import ToolFormat, with_tool_format, with_tool_parser
 
 _moved.install()  # old module paths (chatfmt.formats.*, chatfmt.parsing.<family>) still import
 
@@ -87,4 +87,5 @@ __all__ = [
     "render_segments",
     "validate_conversation",
     "with_tool_format",
+    "with_tool_parser",
 ]

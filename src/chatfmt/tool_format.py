@@ -341,3 +341,89 @@ def _refined(segments: list[Segment], pieces: dict[int, _Owned]) -> list[Segment
             owner = None if seg.message == _ADDED else seg.message
             out.append(Segment(seg.text, seg.kind, owner, seg.trained))
     return out
+
+
+# ---------------------------------------------------------------------- parser-only pairing
+_PARSER_PAIRED: dict[tuple[int, str], ParserPairedTemplate] = {}
+
+
+def with_tool_parser(template: Template | str | Path, parser: str) -> Template:
+    """``template`` rendered as it is, its output's tool calls read by the tool parser named
+    ``parser`` (vLLM's ``--tool-call-parser``: e.g. Llama 3.2 with the ``pythonic`` parser and
+    a template that asks for pythonic calls).
+
+    The reasoning parser, end-of-turn markers and options stay the template's; the
+    constraints follow the parser's declared :class:`~chatfmt.parsing.ToolCallFormat`. An
+    unknown parser name raises :class:`~chatfmt.errors.ChatFmtError` listing the known ones.
+    The same pair gives the same template object.
+    """
+    from .api import get_template
+    from .parsing.base import TOOL_PARSERS
+
+    base = get_template(template)
+    if isinstance(base, ParserPairedTemplate):
+        base = base.base
+    parser_cls = TOOL_PARSERS.get(parser)
+    if parser_cls is None:
+        raise ChatFmtError(
+            f"unknown tool parser {parser!r} (known: {', '.join(sorted(TOOL_PARSERS))})"
+        )
+    if base.tool_parser == parser:
+        return base
+    key = (id(base), parser)
+    paired = _PARSER_PAIRED.get(key)
+    if paired is None or paired.base is not base:
+        if len(_PARSER_PAIRED) >= _PAIRED_LIMIT:
+            _PARSER_PAIRED.clear()
+        paired = _PARSER_PAIRED[key] = ParserPairedTemplate(base, parser_cls, parser)
+    return paired
+
+
+class ParserPairedTemplate(Template):
+    """A template whose output is read with another tool parser (:func:`with_tool_parser`).
+
+    Renders exactly as its base; ``name`` is ``"<base>+<parser>"``.
+    """
+
+    def __init__(self, base: Template, parser_cls: type[FormatParser], parser: str) -> None:
+        self.base = base
+        self.name = f"{base.name}+{parser}"
+        self.description = f"{base.description} Tool calls read by the {parser} parser."
+        self.source = f"{base.source}; tool parser: {parser}"
+        self.generation_config = base.generation_config
+        self.supports_tools = True
+        self.supports_reasoning = base.supports_reasoning
+        self.control_tokens = base.control_tokens
+        self.text_control_tokens = base.text_control_tokens
+        self.default_options = base.default_options  # type: ignore[misc]
+        self.prefix_stable = base.prefix_stable
+        self.default_tool_format = None
+        self.set_parsers(
+            parser_cls, base.reasoning_parser_class or base.reasoning_parser, tool_name=parser
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        # what only some templates have (a Jinja source, official templates…) is the base's
+        if name == "base":
+            raise AttributeError(name)
+        return getattr(self.base, name)
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        self.base.check_options(options)
+
+    def info(self) -> dict[str, Any]:
+        out = self.base.info()
+        out.update(name=self.name, description=self.description, tool_parser=self.tool_parser)
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (with_tool_parser, (self.base, self.tool_parser))
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        return self.base.render_conversation(conv, ctx)
+
+    def _segments(self, messages: Any, request: RenderRequest) -> list[Segment]:
+        return self.base._segments(messages, request)
+
+    def _render(self, messages: Any, request: RenderRequest) -> str:
+        return self.base._render(messages, request)

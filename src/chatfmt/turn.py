@@ -53,6 +53,7 @@ def render_prompt(
     options: Mapping[str, Any] | None = None,
     tokenizer: Any = None,
     add_generation_prompt: bool = True,
+    strict_history: bool = False,
 ) -> Prompt[Messages]:
     """Render ``messages`` (with ``tools``, unless they are a Conversation's) for ``template``.
 
@@ -61,7 +62,8 @@ def render_prompt(
     R1 distills, DeepSeek V3.1 refuse ``reasoning_content`` after the last user message
     rather than drop it silently): for a prompt that asks for the next reply, such a
     message is rendered without its reasoning. Without a generation prompt (a finished
-    conversation, e.g. training data) the refusal stands.
+    conversation, e.g. training data) the refusal stands. ``strict_history=True``: only
+    the official template's bytes, or an error (see docs/rendering.md).
     """
     options = options or {}
     tools = tools or None
@@ -69,7 +71,11 @@ def render_prompt(
         try:
             if tokenizer is None:
                 text = template.render(
-                    messages, tools=tools, add_generation_prompt=add_generation_prompt, **options
+                    messages,
+                    tools=tools,
+                    add_generation_prompt=add_generation_prompt,
+                    strict_history=strict_history,
+                    **options,
                 )
                 return Prompt(text, messages)
             from .tokens import encode
@@ -80,6 +86,7 @@ def render_prompt(
                 tokenizer,
                 tools=tools,
                 add_generation_prompt=add_generation_prompt,
+                strict_history=strict_history,
                 **options,
             )
             return Prompt(enc.text, messages, tuple(enc.input_ids), enc)
@@ -115,7 +122,8 @@ class ParsedTurn:
     ``parser.finish``). ``prefill`` is text the prompt already holds for the model's
     turn (it was sent as the end of the prompt): it is parsed before the backend's
     output. Afterwards ``raw`` is the output as written (prefill included), ``usage``
-    the backend's usage and ``truncated`` whether it stopped at its token limit.
+    the backend's usage, ``truncated`` whether it stopped at its token limit and
+    ``stop_word`` the stop sequence it stopped at (when the backend says).
     The backend stream is closed when the iteration ends, early or not.
     """
 
@@ -134,6 +142,7 @@ class ParsedTurn:
         self.raw: list[str] = []
         self.usage: Usage | None = None
         self.truncated = False
+        self.stop_word: str | None = None
 
     @classmethod
     def for_template(
@@ -164,6 +173,8 @@ class ParsedTurn:
                 self.raw.append(chunk.text)
                 if chunk.usage is not None:
                     self.usage = chunk.usage
+                if chunk.stop is not None:
+                    self.stop_word = chunk.stop
                 self.truncated = self.truncated or chunk.finish_reason == "length"
                 yield parser.feed(chunk.text)
         yield parser.finish(truncated=self.truncated)

@@ -21,7 +21,7 @@ from _seed_examples import (
 from chatfmt.agent import Agent, FunctionTool
 from chatfmt.agent.events import Final, TextDelta, ToolCallDelta, ToolResult, ToolStart
 from chatfmt.backends import ScriptedBackend, ScriptedReply
-from chatfmt.errors import ValidationError
+from chatfmt.errors import UnsupportedFeatureError, ValidationError
 
 CALLS: list[dict[str, Any]] = []
 
@@ -243,6 +243,27 @@ def test_same_loop_for_other_families(template: str, call_text: str) -> None:
     assert result_text in backend.prompts[1] or json.dumps(result_text) in backend.prompts[1]
 
 
+def test_a_reply_with_text_beside_its_call_goes_back_as_written_unless_strict() -> None:
+    """Llama 3.1's template writes only the calls of a message: the agent's history holds the
+    reply as the model wrote it (the next prompt continues the previous one and the reply);
+    with ``strict_history=True`` the official bytes or an error."""
+    reply = 'Let me check.\n\n{"name": "get_current_weather", "parameters": {"location": "Oslo"}}'
+    ask = [{"role": "user", "content": "Weather in Oslo?"}]
+    backend = ScriptedBackend([reply, "It is 22 degrees in Oslo."])
+    result = Agent(backend, template="llama3.1", tools=[get_current_weather]).chat(ask)
+    assert result.answer == "It is 22 degrees in Oslo."
+    assert backend.prompts[1].startswith(backend.prompts[0] + reply)
+    strict = Agent(
+        ScriptedBackend([reply, "unused"]),
+        template="llama3.1",
+        tools=[get_current_weather],
+        strict_history=True,
+    )
+    with pytest.raises(UnsupportedFeatureError) as err:
+        strict.chat(ask)
+    assert (err.value.index, err.value.field) == (1, "content")
+
+
 @pytest.mark.parametrize("template", ["qwq", "deepseek-r1-distill-qwen"])
 def test_reasoning_that_the_format_never_shows_again_stays_on_the_step(template: str) -> None:
     """These formats refuse reasoning after the last user message (their official templates
@@ -429,6 +450,7 @@ def test_an_unreachable_backend_is_a_clear_error_and_leaves_no_open_session() ->
     agent = Agent(
         OpenAICompletionsBackend(f"http://127.0.0.1:{port}/v1", model="m"), template="qwen2.5"
     )
+    gc.collect()  # what earlier tests left behind is not this test's
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         hi = [{"role": "user", "content": "hi"}]
@@ -438,4 +460,5 @@ def test_an_unreachable_backend_is_a_clear_error_and_leaves_no_open_session() ->
             list(agent.stream_chat(hi))
         del agent
         gc.collect()
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert not [m for m in unclosed if "client session" in m or "connector" in m], unclosed

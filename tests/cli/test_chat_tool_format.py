@@ -116,6 +116,33 @@ def test_the_interpreter_runs_through_the_python_tool(
     assert '"name": "python"' in server.requests[0]["prompt"]
 
 
+def test_interpreter_timeout_option(
+    server: FakeCompletionsServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--interpreter-timeout SECONDS`` gives the session's interpreter that timeout."""
+    from chatfmt.agent import loop
+
+    made: list[dict[str, Any]] = []
+
+    class Recorder:
+        def __init__(self, **kwargs: Any) -> None:
+            made.append(kwargs)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(loop, "CodeInterpreter", Recorder)
+    server.replies = ["Hi.<|im_end|>"]
+    res = _chat(
+        "--backend", server.base_url, "-t", "smollm2", "--interpreter-timeout", "7.5", "-m", "hi"
+    )
+    assert res.exit_code == 0, res.output
+    assert made == [{"timeout": 7.5}]
+    assert '"name": "python"' in server.requests[0]["prompt"]  # implies --interpreter
+    bad = _chat("--backend", server.base_url, "--interpreter-timeout", "0", "-m", "hi")
+    assert bad.exit_code == 2 and "--interpreter-timeout" in bad.output
+
+
 @needs_gguf
 def test_the_embedded_default_is_smollm2_with_hermes() -> None:
     """The banner names the template (no generation: the session ends at once)."""

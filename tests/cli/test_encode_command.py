@@ -142,3 +142,49 @@ def test_encode_input_errors_are_one_line(qwen: str, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "tokenizer.json: not UTF-8 text (byte 0xff" in result.output
     result = runner.invoke(app, ["encode", str(conv), "-t", "./nope.jinja", "--tokenizer", qwen])
     assert result.exit_code == 2 and "does not exist" in result.output
+
+
+#: A parsed Llama 3.1 reply sent back: text beside its call (the official file drops the text).
+TEXT_AND_CALL = {
+    "messages": [
+        {"role": "user", "content": "Weather in Quito?"},
+        {
+            "role": "assistant",
+            "content": "Let me check.",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Quito"}'},
+                }
+            ],
+        },
+    ],
+    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+}
+
+
+@pytest.mark.slow  # loads Llama 3.1's tokenizer four times
+def test_strict_history_refuses_what_the_official_template_drops(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    """By default the text is written as the model writes it; ``--strict-history`` gives
+    the official bytes or an error naming the message (encode) or the rejected row (tokenize)."""
+    llama = str(shared_dir / "tokenizers" / "llama3_1")
+    conv = tmp_path / "conv.json"
+    conv.write_text(json.dumps(TEXT_AND_CALL), encoding="utf-8")
+    base = ["encode", str(conv), "-t", "llama3.1", "--tokenizer", llama, "--json"]
+    loose = runner.invoke(app, base)
+    assert loose.exit_code == 0, loose.output
+    assert "Let me check." in "".join(t["text"] for t in json.loads(loose.output)["tokens"])
+    strict = runner.invoke(app, [*base, "--strict-history"])
+    assert strict.exit_code != 0 and "messages[1].content" in strict.output
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(TEXT_AND_CALL) + "\n", encoding="utf-8")
+    args = ["tokenize", str(data), "-t", "llama3.1", "--tokenizer", llama, "--no-progress"]
+    written = runner.invoke(app, [*args, "-o", str(tmp_path / "a")])
+    assert written.exit_code == 0, written.output
+    rejected = runner.invoke(app, [*args, "-o", str(tmp_path / "b"), "--strict-history"])
+    assert rejected.exit_code == 1, rejected.output
+    errors = (tmp_path / "b.errors.jsonl").read_text(encoding="utf-8")
+    assert "messages[1].content" in errors

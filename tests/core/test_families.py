@@ -225,6 +225,7 @@ NOT_DERIVED = {
     "deepseek_v32": "DSML parameters carry a type attribute (string=true|false)",
     "functionary_v32": "no marker before the first call's name (it is in the prompt)",
     "gemma4": 'bare keys with <|"|>-delimited strings',
+    "functiongemma": "no official Jinja (the template is built from Ollama's renderer)",
     "glm4": "the official Jinja renders no assistant calls",
     "chatglm3": "the official Jinja renders no assistant calls",
     "harmony": "the call's header is written in several orders",

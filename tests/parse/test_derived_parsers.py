@@ -216,8 +216,11 @@ def test_cross_check_rendered_turns(filename: str, kind: str) -> None:
     assert got == want
 
 
-#: Templates whose rendered calls hold their ids ([CALL_ID]), which only the native parser reads.
-_WRITES_CALL_IDS = frozenset({"Mistral-Small-3.2-24B-Instruct-2506.jinja"})
+#: Templates whose rendered calls hold their ids (``[CALL_ID]``, or an ``"id"`` key after the
+#: arguments), which only the native parser reads.
+_WRITES_CALL_IDS = frozenset(
+    {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "mistralai-Mistral-Nemo-Instruct-2407.jinja"}
+)
 
 
 def _without_ids(msg: Any) -> dict[str, Any]:

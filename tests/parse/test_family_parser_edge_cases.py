@@ -158,11 +158,13 @@ PARIS = ("get_weather", {"city": "Paris"}, None)
 @pytest.mark.parametrize(
     ("text", "calls", "content"),
     [
-        # cut inside a closing tag: what it closes is complete, the cut tag is text
-        (GLM_CALL.replace("\n</tool_call>", "</tool_"), [PARIS], "</tool_"),
-        (GLM_CALL.removesuffix(">"), [PARIS], "</tool_call"),
-        (GLM_CALL[: GLM_CALL.index("ue>\n</tool")], [PARIS], "</arg_val"),
-        ("Checking." + GLM_CALL.replace("\n</tool_call>", "</"), [PARIS], "Checking.</"),
+        # cut inside a closing tag: what it closes is complete, the cut tag is the call's
+        # closing markup, never content (Ollama model/parsers/glm46_test.go,
+        # TestGLM46ParserFinalizesCompleteToolCallOnDone)
+        (GLM_CALL.replace("\n</tool_call>", "</tool_"), [PARIS], None),
+        (GLM_CALL.removesuffix(">"), [PARIS], None),
+        (GLM_CALL[: GLM_CALL.index("ue>\n</tool")], [PARIS], None),
+        ("Checking." + GLM_CALL.replace("\n</tool_call>", "</"), [PARIS], "Checking."),
         # all pairs closed, no </tool_call>: a valid call (the vLLM case incomplete_no_close_tag)
         (GLM_CALL.removesuffix("\n</tool_call>"), [PARIS], None),
     ],

@@ -142,13 +142,10 @@ FIRST_CALL_ONLY = {
     "gigachat3.1": "one call per turn: the template renders tool_calls[0]",
 }
 
-#: Templates with a tool parser whose official Jinja (rendered as is) writes only an assistant
-#: message's content and silently drops its tool calls: there is no rendered call to parse back
-#: (their parser is tested on model output in tests/parse/test_pythonic.py).
-TOOLS_DROPPED_BY_TEMPLATE = {
-    "lfm2": "LFM2-8B-A1B.jinja renders an assistant message's content only",
-    "lfm2.5": "LFM2.5-Instruct.jinja renders an assistant message's content only",
-}
+#: Templates with a tool parser whose rendering writes no assistant tool calls: there is no
+#: rendered call to parse back. Empty: LFM2's and LFM2.5-Instruct's official files write an
+#: assistant message's content only, and chatfmt writes the calls into it as the model does.
+TOOLS_DROPPED_BY_TEMPLATE: dict[str, str] = {}
 
 #: (template, turn kind, "whole" | "stream") failing because of a family parser bug that another
 #: branch fixes, with the reason "fixed on h/<branch>". Empty: none of the bugs being fixed on
@@ -342,10 +339,11 @@ def test_every_template_is_covered() -> None:
     assert tool_templates - with_calls <= not_continued | set(PARSE_ONLY_TOOLS) | set(
         TOOLS_DROPPED_BY_TEMPLATE
     )
-    for name in TOOLS_DROPPED_BY_TEMPLATE:  # each really drops them
+    for name in TOOLS_DROPPED_BY_TEMPLATE:  # each really refuses them (the file drops them)
         turn = {"role": "assistant", "content": None, "tool_calls": [CALL_PROBE]}
-        text = chatfmt.render([{"role": "user", "content": "q"}, turn], name, tools=TOOLS)
-        assert '"f"' not in text and "f(" not in text, name
+        with pytest.raises(chatfmt.UnsupportedFeatureError) as dropped:  # pragma: no cover
+            chatfmt.render([{"role": "user", "content": "q"}, turn], name, tools=TOOLS)
+        assert (dropped.value.index, dropped.value.field) == (1, "tool_calls[0]"), name
     for name in PARSE_ONLY_TOOLS:  # each really renders no tool calls
         with pytest.raises(chatfmt.UnsupportedFeatureError, match="no tool-call format") as err:
             chatfmt.render(

@@ -253,3 +253,64 @@ def test_parse_matches_openai_harmony(encoding: Any, text: str) -> None:
         want_reasoning,
         want_calls,
     )
+
+
+def test_text_beside_a_call_in_history_is_a_commentary_preamble(encoding: Any) -> None:
+    """The text of a tool-call message followed by a final reply: the official template drops
+    it (with all analysis); chatfmt writes it as openai-harmony renders a commentary-channel
+    preamble (issue 22: the last silent drops); ``strict_history=True`` refuses it."""
+    call = {
+        "id": "c0",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    msgs = [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "Let me check.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c0", "content": "sunny"},
+        {"role": "assistant", "content": "It is sunny."},
+        {"role": "user", "content": "Thanks!"},
+    ]
+    system = (
+        oh.SystemContent.new()
+        .with_reasoning_effort(oh.ReasoningEffort.MEDIUM)
+        .with_conversation_start_date("2025-08-05")
+    )
+    tools = [
+        oh.ToolDescription.new(
+            "get_weather",
+            WEATHER["function"]["description"],
+            parameters=WEATHER["function"]["parameters"],
+        )
+    ]
+    author = oh.Author.new(oh.Role.TOOL, "functions.get_weather")
+    ref = oh.Conversation.from_messages(
+        [
+            oh.Message.from_role_and_content(oh.Role.SYSTEM, system),
+            oh.Message.from_role_and_content(
+                oh.Role.DEVELOPER, oh.DeveloperContent.new().with_function_tools(tools)
+            ),
+            oh.Message.from_role_and_content(oh.Role.USER, "Weather in Paris?"),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, "Let me check.").with_channel(
+                "commentary"
+            ),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, '{"city": "Paris"}')
+            .with_channel("commentary")
+            .with_recipient("functions.get_weather")
+            .with_content_type("json"),
+            oh.Message.from_author_and_content(author, '"sunny"')
+            .with_channel("commentary")
+            .with_recipient("assistant"),
+            oh.Message.from_role_and_content(oh.Role.ASSISTANT, "It is sunny.").with_channel(
+                "final"
+            ),
+            oh.Message.from_role_and_content(oh.Role.USER, "Thanks!"),
+        ]
+    )
+    want = encoding.decode_utf8(encoding.render_conversation_for_completion(ref, oh.Role.ASSISTANT))
+    ours = chatfmt.render(msgs, "gpt-oss", tools=[WEATHER], now=dt.date(2025, 8, 5))
+    assert "<|channel|>commentary<|message|>Let me check.<|end|>" in want
+    assert ours == want
+    with pytest.raises(chatfmt.errors.UnsupportedFeatureError) as err:
+        chatfmt.render(msgs, "gpt-oss", tools=[WEATHER], strict_history=True)
+    assert (err.value.index, err.value.field) == (1, "content")

@@ -95,6 +95,8 @@ CHATFMT_REFUSES: set[tuple[str, str]] = {
     ("HuggingFaceTB-SmolLM3-3B", "tool"),
     ("internlm-internlm2-chat-7b", "tool"),
     ("llama-cpp-rwkv-world", "tool"),
+    ("LFM2-8B-A1B", "tool"),  # (the call's name is in the tool list only)
+    ("LFM2.5-Instruct", "tool"),
 }
 
 

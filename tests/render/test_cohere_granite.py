@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import chatfmt
-from _official import assert_conv_matches_official, official_today
+from _official import assert_conv_matches_official, official_today, ollama_source
 from _segments import assert_follow_up_continues
 from chatfmt.errors import (
     RoleOrderError,
@@ -244,6 +244,69 @@ def test_granite3_matches_official(
     check("granite3", G3, norm, agp, exempt=_call_without_content, **opts)
     assert tpl.render(conv["messages"], **kwargs) == tpl.render(norm["messages"], **kwargs)
     check_follow_up("granite3", conv, **opts)
+
+
+#: Granite 3.2's official template: the chat template of its GGUF (Ollama's granite3.2:8b, in
+#: ../shared/reference/ollama_gguf_chat_templates.json), shipped as a copy.
+G32 = (DATA / "ibm-granite-granite-3.2-8b-instruct.jinja").read_text(encoding="utf-8")
+G32_DOCS = [{"text": "Paris is in France."}, {"text": " 你好 <|end_of_text|>"}]
+
+
+def test_granite32_copy_is_the_gguf_template() -> None:
+    assert ollama_source("library/granite3.2:8b") == G32
+
+
+@given(
+    conv=conversations(tools=True, end_with="any", max_turns=3),
+    agp=st.booleans(),
+    opts=st.sampled_from(
+        [
+            {},
+            {"documents": G32_DOCS},
+            {"thinking": True},
+            {"documents": G32_DOCS, "controls": {"citations": True, "length": "short"}},
+            {"documents": G32_DOCS, "controls": ["hallucinations"]},
+        ]
+    ),
+    with_tools=st.booleans(),
+)
+def test_granite32_matches_official(
+    conv: dict[str, Any], agp: bool, opts: dict[str, Any], with_tools: bool
+) -> None:
+    conv = {**conv, "tools": conv["tools"] if with_tools else None}
+    tpl = chatfmt.get_template("ibm-granite/granite-3.2-8b-instruct")
+    assert tpl.name == "granite3.2"
+    kwargs = dict(tools=conv["tools"], add_generation_prompt=agp, now=TODAY, **opts)
+    lost = _g3_dropped(conv["messages"])
+    if lost:
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(conv["messages"], **kwargs, strict_history=True)
+        assert (err.value.index, err.value.field) in lost
+        return
+    norm = {**conv, "messages": _g3_normalized(conv["messages"])}
+    check("granite3.2", G32, norm, agp, exempt=_call_without_content, **opts)
+    check_follow_up("granite3.2", conv, **opts)
+
+
+def test_granite32_thinking_prompt() -> None:
+    # the prompt IBM's Granite 3.2 reasoning recipe sends (thinking on, no system message)
+    ask = "Find the fastest way for a seller to visit all the cities in their region"
+    got = chatfmt.render(
+        [{"role": "user", "content": ask}],
+        "ibm-granite/granite-3.2-8b-instruct",
+        thinking=True,
+        now=dt.date(2025, 3, 13),
+    )
+    assert got.startswith(
+        "<|start_of_role|>system<|end_of_role|>Knowledge Cutoff Date: April 2024.\n"
+        "Today's Date: March 13, 2025.\nYou are Granite, developed by IBM. You are a helpful AI "
+        "assistant.\nRespond to every user query in a comprehensive and detailed way."
+    )
+    assert got.endswith(
+        "Write your thoughts after 'Here is my thought process:' and write your response after "
+        "'Here is my response:' for each user query.<|end_of_text|>\n<|start_of_role|>user"
+        f"<|end_of_role|>{ask}<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>"
+    )
 
 
 @pytest.mark.parametrize(("name", "source"), [("granite4", G4), ("granite4.1", G41)])

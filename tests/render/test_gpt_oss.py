@@ -51,7 +51,18 @@ def assert_same(
     agp: bool,
     **options: Any,
 ) -> str | None:
-    """chatfmt == official, or both reject the input. Returns the render."""
+    """chatfmt == official, or both reject the input. Returns the render.
+
+    The text of a tool-call message followed by a final reply is dropped by the official
+    file (with the analysis); chatfmt writes it as a commentary preamble, as openai-harmony
+    does (tests/peers/test_openai_harmony.py), and refuses it with ``strict_history``."""
+    dropped = [
+        (i, "content")
+        for i, m in enumerate(messages)
+        if m.get("tool_calls")
+        and m.get("content")
+        and any(x["role"] == "assistant" and not x.get("tool_calls") for x in messages[i + 1 :])
+    ]
     with official_today(DAY):
         return assert_matches_official(
             "gpt-oss",
@@ -62,6 +73,7 @@ def assert_same(
             options=options,
             official_messages=_for_official(messages),
             chatfmt_vars={"now": DAY},
+            dropped=dropped or None,
         )
 
 

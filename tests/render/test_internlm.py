@@ -19,8 +19,8 @@ import chatfmt
 from chatfmt.errors import TemplateError, UnsupportedFeatureError, ValidationError
 from chatfmt.families.internlm.templates import (
     INTERNLM_META_INSTRUCTION,
-    LAGENT_INTERPRETER_CN,
-    LAGENT_PLUGIN_CN,
+    SEED_INTERPRETER_CN,
+    SEED_PLUGIN_CN,
     seed_json,
 )
 from chatfmt.segments import Kind, join
@@ -217,13 +217,13 @@ def test_internlm2_lagent_prompts_as_options() -> None:
         "internlm2",
         tools=[WEATHER_TOOL, {"type": "code_interpreter"}],
         bos_token="",
-        interpreter_prompt=LAGENT_INTERPRETER_CN,
-        plugin_prompt=LAGENT_PLUGIN_CN,
+        interpreter_prompt=SEED_INTERPRETER_CN,
+        plugin_prompt=SEED_PLUGIN_CN,
         tools_json="indent4",
     )
     tools = json.dumps([WEATHER_TOOL["function"]], ensure_ascii=False, indent=4)
     assert out.startswith(
-        f"<|im_start|>system name=<|interpreter|>\n{LAGENT_INTERPRETER_CN}<|im_end|>\n"
+        f"<|im_start|>system name=<|interpreter|>\n{SEED_INTERPRETER_CN}<|im_end|>\n"
     )
     assert (
         f"<|im_start|>system name=<|plugin|>\n你可以使用如下工具:\n{tools}\n当你需要使用工具时"
@@ -234,6 +234,77 @@ def test_internlm2_lagent_prompts_as_options() -> None:
         [{"role": "user", "content": "q"}], "internlm2", tools=[WEATHER_TOOL]
     )
     assert any(s.kind is Kind.CONTENT and s.text.startswith("[\n    {") for s in segs)
+
+
+#: Model outputs (issue 22 items 1 and 2): text, then an interpreter call with the newline the
+#: template writes after it, or a plugin call laid out spaced, compact, or with an empty
+#: argument object; with ``plugin_newline`` (lagent 0.2.4) the newline after a plugin call.
+MODEL_OUTPUTS = [
+    (
+        "I will compute it.<|action_start|><|interpreter|>\n```python\nprint(1)\n```<|action_end|>\n",
+        {},
+    ),
+    (
+        'Let me check.<|action_start|><|plugin|>\n{"name": "get_current_weather", "parameters": {"location": "Paris", "unit": "celsius"}}<|action_end|>',
+        {},
+    ),
+    (
+        'Let me check.<|action_start|><|plugin|>\n{"name":"get_current_weather","parameters":{"location":"Paris","unit":"celsius"}}<|action_end|>',
+        {},
+    ),
+    (
+        '<|action_start|><|plugin|>\n{"name": "get_current_weather", "parameters": {}}<|action_end|>',
+        {},
+    ),
+    (
+        'Sure.<|action_start|><|plugin|>\n{"name":"get_current_weather","parameters":{"location":"Paris"}}<|action_end|>\n',
+        {"plugin_newline": True},
+    ),
+]
+
+
+@pytest.mark.parametrize(("output", "options"), MODEL_OUTPUTS)
+def test_internlm2_parsed_reply_renders_back_as_written(
+    output: str, options: dict[str, Any]
+) -> None:
+    """Parse the model's output and render it back: the model's bytes, nothing more or less
+    (no newline turned into text, no call re-laid out)."""
+    history = [{"role": "user", "content": "q"}]
+    tools = [WEATHER_TOOL, {"type": "code_interpreter"}]
+    prompt = chatfmt.render(history, "internlm2", tools=tools, **options)
+    msg = chatfmt.parse(output, "internlm2", tools=tools).to_openai()
+    assert "\n" not in (msg["content"] or "")
+    back = chatfmt.render(
+        [*history, msg], "internlm2", tools=tools, add_generation_prompt=False, **options
+    )
+    assert back == prompt + output + "<|im_end|>\n"
+
+
+def test_internlm2_lagent_tool_descriptions() -> None:
+    """``tools_json="lagent"``: lagent 0.2.4's description of each tool (tests/peers compares
+    whole prompts with lagent's own)."""
+    from chatfmt.families.internlm.lagent import LAGENT_0_2_4_API_PREFIX
+
+    out = chatfmt.render(
+        [{"role": "user", "content": "q"}], "internlm2", tools=[WEATHER_TOOL], tools_json="lagent"
+    )
+    fn = WEATHER_TOOL["function"]
+    props = fn["parameters"]["properties"]
+    described = json.loads(out.split("name=<|plugin|>\n", 1)[1].split("\n<|im_end|>", 1)[0])
+    assert described == [
+        {
+            "name": fn["name"],
+            "description": LAGENT_0_2_4_API_PREFIX.format(
+                tool_name=fn["name"], description=fn["description"]
+            ),
+            "parameters": [
+                {"name": k, "type": "STRING", "description": props[k].get("description", "")}
+                for k in fn["parameters"]["required"]
+            ],
+            "required": fn["parameters"]["required"],
+            "parameter_description": described[0]["parameter_description"],
+        }
+    ]
 
 
 def test_internlm2_bad_options() -> None:

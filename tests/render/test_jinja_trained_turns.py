@@ -218,7 +218,6 @@ def _check(tpl: chatfmt.Template, conv: str) -> tuple[list[str], int]:
 
 _TAGGED = "the template marks its trained text with {% generation %} (role header and newline inside); chatfmt follows the tags, as transformers' assistant masks do"
 _INLINE_RESULT = "a call's result follows <|tools_suffix|> inline with no end-of-turn marker or stop word between, so the trained span ends at the call's last traced value"
-_NO_CALLS = "the template writes no tool calls: a reply with only calls renders as an empty reply, which has no traced value (docs/jinja.md, Limits)"
 #: (template, conversation) -> why the oracle does not hold (exact: a listed case that passes fails)
 EXCEPTIONS: dict[tuple[str, str], str] = {
     **{
@@ -229,8 +228,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     },
     ("apertus", "tool_call"): _INLINE_RESULT,
     ("apertus", "text_and_two_calls"): _INLINE_RESULT,
-    ("lfm2", "tool_call"): _NO_CALLS,
-    ("lfm2.5", "tool_call"): _NO_CALLS,
 }
 
 _REWRITES = "renders a turn differently once later messages follow"
@@ -246,7 +243,7 @@ SKIPPING: dict[str, str] = {
 #: (template, conversation) that chatfmt refuses to render (UnsupportedFeatureError): the
 #: official template would drop data of the turn silently (``chatfmt.jinja.packaged.dropped``).
 _DROPS_REASONING = "the official template drops the reply's reasoning (e.g. thinking off)"
-_DROPS_TEXT = "the official template drops the text beside the tool calls"
+_ONE_CALL = "the official template writes the first call of a message only"
 REFUSED: dict[tuple[str, str], str] = {
     ("apriel-1.6", "reasoning"): _DROPS_REASONING,
     ("deepseek-v4", "reasoning"): _DROPS_REASONING,
@@ -256,9 +253,11 @@ REFUSED: dict[tuple[str, str], str] = {
     ("kimi-k2-thinking", "reasoning"): _DROPS_REASONING,
     ("nemotron-nano-v2", "reasoning"): _DROPS_REASONING,
     ("reka-edge", "reasoning"): _DROPS_REASONING,
-    # (Muse Glimmer and Solar Open write it as a text message of their own before the calls)
-    ("cohere2moe", "text_and_two_calls"): _DROPS_TEXT,
-    ("minimax-m1", "text_and_two_calls"): _DROPS_TEXT,
+    # (text beside calls is written as the model writes it: Muse Glimmer and Solar Open as
+    # a text message of their own before the calls, MiniMax-M1 and Cohere2MoE in the turn;
+    # LFM2's calls are written into the reply as the model writes them)
+    ("gigachat3", "text_and_two_calls"): _ONE_CALL,
+    ("gigachat3.1", "text_and_two_calls"): _ONE_CALL,
 }
 
 _CASES = [(tid, conv) for tid in _template_ids() for conv in CONVERSATIONS]

@@ -6,8 +6,11 @@ values, text next to calls, several system messages, any final role, with and wi
 name and argument key/value appears in the render, or the render raises a
 :class:`chatfmt.errors.ChatFmtError` naming the message (``index``) and the field.
 
-The only drops allowed are the documented ones in :data:`EXEMPTIONS` (data, each with its
-reason). Every text in a generated conversation is a unique marker word (``zq<n>v``) that no
+Packaged official Jinja files are held to the same property as native templates (they refuse
+what their file would drop, ``chatfmt.jinja.packaged.dropped``). The only drops allowed are
+the formats' own rules in :data:`EXEMPTIONS` (data, each with its reason): reasoning the
+format never shows again (that of earlier turns), and tool definitions a format has no
+section for. Every text in a generated conversation is a unique marker word (``zq<n>v``) that no
 template writes on its own and that no other marker contains, so "appears in the render" is
 a real check.
 """
@@ -27,7 +30,6 @@ from hypothesis import strategies as st
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
 from chatfmt.jinja import TemplateRejected
-from chatfmt.jinja.packaged import PackagedTemplate
 
 #: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
 pytestmark = pytest.mark.slow
@@ -200,10 +202,20 @@ EARLIER_REASONING_DROPPED = frozenset(
         "deepseek-r1-distill-qwen",
         "lfm2.5-moe",
         "qwen3.5",
+        # official Jinja files shipped as they are
+        "apriel-1.6",
+        "deepseek-v4",
+        "deepseek-v4-flash-0731",
+        "hy3",
+        "minicpm5",
+        "minimax-m2",
+        "nemotron-nano-v2",
+        "nemotron3-nano",
+        "reka-edge",
+        "rwkv-world",
+        "step3.5",
     }
 )
-#: Official Jinja formats (rendered as they are) that write an assistant message's content only.
-CONTENT_ONLY = frozenset({"lfm2", "lfm2.5"})
 #: Gemma 4: reasoning is written only for replies with tool calls after the last user message.
 GEMMA4 = frozenset({"gemma4", "gemma4-interleaved"})
 
@@ -262,13 +274,6 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "only for a pending tool call and for a final reply rendered for training",
     ),
     Exemption(
-        named(frozenset({"gpt-oss"})),
-        "content",
-        _later_final_reply,
-        "Harmony (gpt-oss) writes the text of a tool-call message as the call's analysis "
-        "(chain of thought) and drops it, like all analysis, once a final reply follows",
-    ),
-    Exemption(
         named(EARLIER_REASONING_DROPPED),
         "reasoning_content",
         _before_last_user,
@@ -298,29 +303,11 @@ EXEMPTIONS: tuple[Exemption, ...] = (
         "ignores tools=, as its official template does; its tool calls and results are refused",
     ),
     Exemption(
-        lambda t: isinstance(t, PackagedTemplate),
-        "",
-        _always,
-        "a packaged template is its official Jinja file rendered as is (a family without a "
-        "native template): it drops what that file drops (e.g. Nemotron Nano v2 skips a later "
-        "system message and never writes reasoning_content) and cannot refuse it",
-    ),
-    Exemption(
         named(NO_TOOL_DEFINITIONS),
         "tools",
         _always,
         "the official DeepSeek V3 / V3.1 / R1-distill templates write tool calls and results "
         "but have no section for tool definitions: tools= is ignored as they ignore it",
-    ),
-    *(
-        Exemption(
-            named(CONTENT_ONLY),
-            dropped,
-            _always,
-            "the official LFM2-8B-A1B and LFM2.5-Instruct templates (rendered as they are) write "
-            "an assistant message's content only; the models write calls and <think> as text",
-        )
-        for dropped in ("tool_calls", "reasoning_content")
     ),
     Exemption(
         named(frozenset({"lfm2.5"})),
@@ -540,9 +527,65 @@ def test_packaged_templates_refuse_what_their_official_file_drops() -> None:
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
-    # LFM2's official template writes an assistant message's content only.
+    # LFM2's official template writes an assistant message's content only: the calls are
+    # written into it as the model writes them, or refused with strict_history.
     with pytest.raises(UnsupportedFeatureError) as err:
-        chatfmt.render(turn, "lfm2", add_generation_prompt=False)
+        chatfmt.render(turn, "lfm2", add_generation_prompt=False, strict_history=True)
     assert (err.value.index, err.value.field) == (1, "tool_calls[0]")
+    assert chatfmt.render(turn, "lfm2", add_generation_prompt=False).endswith(
+        "<|im_start|>assistant\n<|tool_call_start|>[get_weather()]<|tool_call_end|><|im_end|>\n"
+    )
     # The same turn where the official file writes it renders exactly the official output.
     assert "get_weather" in chatfmt.render(turn, "lfm2.5-moe", add_generation_prompt=False)
+
+
+PARIS = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+ROME = {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": "{}"}}
+TOOLS_PAIR = [
+    {"type": "function", "function": {"name": n, "description": "A tool.", "parameters": {}}}
+    for n in ("get_weather", "get_time")
+]
+
+
+@pytest.mark.parametrize("name", ["gigachat3", "gigachat3.1"])
+def test_gigachat3_refuses_the_second_of_two_parallel_calls(name: str) -> None:
+    """Its official file writes the first call of a message only; the second call's name is
+    still in the tool list, which hid the drop (issue 22: the last silent drops)."""
+    msgs = [
+        {"role": "user", "content": "Weather and time?"},
+        {"role": "assistant", "content": "", "tool_calls": [PARIS, ROME]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "noon"},
+    ]
+    with pytest.raises(UnsupportedFeatureError) as err:
+        chatfmt.render(msgs, name, tools=TOOLS_PAIR)
+    assert (err.value.index, err.value.field) == (1, "tool_calls[1]")
+    one = [msgs[0], {**msgs[1], "tool_calls": [PARIS]}, msgs[2]]
+    assert "get_weather" in chatfmt.render(one, name, tools=TOOLS_PAIR)
+
+
+@pytest.mark.parametrize("name", ["lfm2", "lfm2.5"])
+def test_lfm2_writes_tool_calls_of_earlier_turns_as_the_model_does(name: str) -> None:
+    """Its official file writes an assistant message's content only; with tools given, the
+    call's name in the tool list hid the drop of an earlier turn's call. The model writes its
+    calls as text in its reply: that is where they go (the form LFM2.5-8B-A1B's file renders,
+    which the ``lfm2`` parser reads back); ``strict_history=True`` refuses them."""
+    call = {**PARIS, "function": {"name": "get_weather", "arguments": '{"city": "Paris", "n": 2}'}}
+    msgs = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Checking.", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "assistant", "content": "It is sunny."},
+        {"role": "user", "content": "Thanks!"},
+    ]
+    written = "Checking.<|tool_call_start|>[get_weather(city='Paris', n=2)]<|tool_call_end|>"
+    out = chatfmt.render(msgs, name, tools=TOOLS_PAIR)
+    assert f"<|im_start|>assistant\n{written}<|im_end|>\n" in out
+    back = chatfmt.parse(written, name, tools=TOOLS_PAIR)
+    assert (back.content, [(c.name, json.loads(c.arguments)) for c in back.tool_calls]) == (
+        "Checking.",
+        [("get_weather", {"city": "Paris", "n": 2})],
+    )
+    with pytest.raises(UnsupportedFeatureError) as err:
+        chatfmt.render(msgs, name, tools=TOOLS_PAIR, strict_history=True)
+    assert (err.value.index, err.value.field) == (1, "tool_calls[0]")

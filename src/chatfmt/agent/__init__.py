@@ -16,13 +16,14 @@ from .events import (
 )
 from .interpreter import CodeInterpreter, ExecutionResult
 from .loop import Agent
-from .tools import FunctionTool, ToolExecutor, ToolOutcome, tool
+from .tools import Attachment, FunctionTool, ToolExecutor, ToolOutcome, tool
 
 __all__ = [
     "Agent",
     "AgentEvent",
     "AgentReturn",
     "AgentStep",
+    "Attachment",
     "CodeInterpreter",
     "ExecutionResult",
     "Final",

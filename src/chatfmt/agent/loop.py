@@ -27,7 +27,7 @@ from ..backends.sync import iterate_on, loop_thread
 from ..constraints import Constraint, check_reply, compile_constraint
 from ..errors import ChatFmtError, ValidationError
 from ..parsing import Delta, ParsedToolCall, end_of_turn_markers, merge_deltas
-from ..parsing.base import TOOL_PARSERS
+from ..parsing.base import TOOL_PARSERS, parse
 from ..parsing.deltas import CODE_INTERPRETER
 from ..parsing.openai_wire import call_dict
 from ..protocol import Conversation, validate_conversation
@@ -77,13 +77,17 @@ class Agent:
     :class:`CodeInterpreter` (or ``True`` for one in a temporary folder). Families
     with a code-call syntax (``<|action_start|><|interpreter|>``, ChatGLM3's
     ``interpreter``, Llama's ``<|python_tag|>``) use it; the others get a ``python``
-    function tool. ``max_turn`` bounds model calls per :meth:`chat`. ``options`` are
+    function tool; ``interpreter_timeout`` bounds each execution of the interpreter the
+    agent makes (seconds; ``interpreter=True``). ``max_turn`` bounds model calls per :meth:`chat`. ``options`` are
     template options (e.g. ``plugin_prompt``, ``enable_thinking``); ``sampling``
     overrides the template's generation defaults (``temperature``, ``max_tokens``, …).
     ``tool_choice`` (``"auto"``, ``"required"``, ``"none"``, a function's name or OpenAI's
     ``{"type": "function", "function": {"name": …}}``) applies to the first model call of
     each :meth:`chat`; later calls (after the tools' results) are ``"auto"``.
     ``parallel_tool_calls=False`` constrains each reply to one call at most.
+    ``strict_history=True`` renders the history only as the official template does: a reply
+    it cannot write whole (text beside tool calls) is an error instead of being written as
+    the model wrote it (see docs/rendering.md).
     """
 
     def __init__(
@@ -95,15 +99,31 @@ class Agent:
         interpreter: CodeInterpreter | bool | None = None,
         max_turn: int = 5,
         tool_timeout: float = 30.0,
+        interpreter_timeout: float | None = None,
         options: Mapping[str, Any] | None = None,
         sampling: Mapping[str, Any] | None = None,
         tool_choice: str | Mapping[str, Any] = "auto",
         parallel_tool_calls: bool = True,
+        strict_history: bool = False,
     ) -> None:
         self.backend = backend
+        self.strict_history = strict_history
         self.template = get_template(template)
         self.executor = ToolExecutor(tools, timeout=tool_timeout)
-        self.interpreter = CodeInterpreter() if interpreter is True else interpreter or None
+        if interpreter is True:
+            self.interpreter: CodeInterpreter | None = (
+                CodeInterpreter()
+                if interpreter_timeout is None
+                else CodeInterpreter(timeout=interpreter_timeout)
+            )
+        elif interpreter_timeout is not None:
+            raise ValidationError(
+                "interpreter_timeout is for the interpreter the agent makes (interpreter=True); "
+                "give your CodeInterpreter its own timeout",
+                field="interpreter_timeout",
+            )
+        else:
+            self.interpreter = interpreter or None
         self._own_interpreter = interpreter is True
         if not isinstance(max_turn, int) or isinstance(max_turn, bool) or max_turn < 1:
             raise ValidationError(f"max_turn must be a positive integer, got {max_turn!r}")
@@ -123,6 +143,10 @@ class Agent:
             raise ValidationError(
                 f"template {self.template.name!r} has no tool-call format; {tool_format_hint()}"
             )
+        for definition in self._functions():
+            problem = unwritable_tool_name(self.template, definition, self.options)
+            if problem is not None:
+                raise ValidationError(problem, field="tools")
         self.parallel_tool_calls = parallel_tool_calls
         self.tool_choice = self._tool_choice(tool_choice)
         self.constraint = self._constraint("auto")
@@ -168,8 +192,15 @@ class Agent:
             raise
 
     # ------------------------------------------------------------------ public API
-    async def astream_chat(self, messages: Sequence[Any]) -> AsyncIterator[AgentEvent]:
-        """Run the loop, yielding events as tokens arrive; the last event is :class:`Final`."""
+    async def astream_chat(
+        self, messages: str | Sequence[Any], **sampling: Any
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the loop, yielding events as tokens arrive; the last event is :class:`Final`.
+
+        ``messages`` is the conversation, or one user message as a string. ``sampling``
+        (``temperature``, ``max_tokens``, …) overrides the agent's ``sampling`` for this call.
+        """
+        settings = self._sampling(sampling)
         history = _as_dicts(messages, self.tool_definitions)
         steps: list[AgentStep] = []
         finish: AgentFinish = "max_turn"
@@ -186,7 +217,7 @@ class Agent:
                 prompt + prefill,
                 prompt_token_ids=ids,
                 constraint=constraint,
-                **self.sampling,
+                **settings,
             )
             turn = ParsedTurn.for_template(
                 self.backend,
@@ -247,33 +278,41 @@ class Agent:
         reasoning = steps[-1].message.get("reasoning_content") if steps else None
         yield Final(AgentReturn(history, steps, answer, finish, reasoning))
 
-    async def achat(self, messages: Sequence[Any]) -> AgentReturn:
-        """Run the loop to the end and return every step."""
+    async def achat(self, messages: str | Sequence[Any], **sampling: Any) -> AgentReturn:
+        """Run the loop to the end and return every step (arguments as :meth:`astream_chat`)."""
         result: AgentReturn | None = None
-        async for event in self.astream_chat(messages):
+        async for event in self.astream_chat(messages, **sampling):
             if isinstance(event, Final):
                 result = event.result
         assert result is not None
         return result
 
-    def chat(self, messages: Sequence[Any]) -> AgentReturn:
+    def chat(self, messages: str | Sequence[Any], **sampling: Any) -> AgentReturn:
         """Blocking :meth:`achat` (not from inside a running event loop: use ``await achat``)."""
+        self._sampling(sampling)  # wrong names fail here, before any model call
 
         async def run() -> AgentReturn:
             try:
-                return await self.achat(messages)
+                return await self.achat(messages, **sampling)
             finally:  # its connections belong to this call's event loop, which ends here
                 await self.backend.aclose()
 
         return asyncio.run(run())
 
-    def stream_chat(self, messages: Sequence[Any]) -> Iterator[AgentEvent]:
+    def stream_chat(self, messages: str | Sequence[Any], **sampling: Any) -> Iterator[AgentEvent]:
         """Blocking :meth:`astream_chat`: events as they happen, from a worker thread's loop."""
         with loop_thread() as loop:
             try:
-                yield from iterate_on(loop, self.astream_chat(messages))
+                yield from iterate_on(loop, self.astream_chat(messages, **sampling))
             finally:  # the backend's connections belong to that loop, which ends here
                 asyncio.run_coroutine_threadsafe(self.backend.aclose(), loop).result()
+
+    def _sampling(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """The agent's sampling with one call's ``overrides`` (names checked)."""
+        settings = {**self.sampling, **overrides}
+        if overrides:
+            CompletionRequest.for_template(self.template, "", **settings)
+        return settings
 
     def close(self) -> None:
         """Stop the interpreter if the agent made it."""
@@ -300,6 +339,7 @@ class Agent:
             tools=self.tool_definitions,
             options=self.options,
             tokenizer=getattr(self.backend, "tokenizer", None),
+            strict_history=self.strict_history,
         )
         if prompt.messages is not history:
             history[:] = prompt.messages
@@ -360,17 +400,69 @@ class Agent:
             run = await self.interpreter.arun(code)
             return ToolResult(call.id, name, run.text, not run.ok, tuple(run.images))
         outcome = await self.executor.run_one(call.id, name, arguments)
-        return ToolResult(outcome.call_id, name, outcome.content, outcome.error)
+        return ToolResult(outcome.call_id, name, outcome.content, outcome.error, outcome.images)
 
 
 # ---------------------------------------------------------------------- helpers
+def unwritable_tool_name(
+    template: Template, definition: Mapping[str, Any], options: Mapping[str, Any]
+) -> str | None:
+    """Why ``template``'s tool-call format cannot carry a call of the tool ``definition``
+    (``None``: it can, or the format cannot be probed). An identifier always can; another
+    name (a toolkit's ``Calculator.add``) is checked on the format itself: a call of it is
+    rendered as the model would write it and read back with the template's parser, next to
+    the same call of an identifier (the control: a format that does not read that back
+    cannot be probed this way)."""
+    name = str(definition["function"]["name"])
+    if name.isidentifier() or template.tool_parser is None:
+        return None
+    control = _written_call_name(template, "chatfmt_probe_tool", definition, options)
+    if control != "chatfmt_probe_tool":
+        return None
+    got = _written_call_name(template, name, definition, options)
+    if got == name:
+        return None
+    return (
+        f"template {template.name!r} cannot carry the tool name {name!r}: its tool-call "
+        f"format reads a call of it back as {got or 'no call'}"
+    )
+
+
+def _written_call_name(
+    template: Template, name: str, definition: Mapping[str, Any], options: Mapping[str, Any]
+) -> str | None:
+    """The name the template's parser reads from a call of ``name`` as the template writes it
+    (``None``: no single call, or the template does not write it)."""
+    function = {"description": "A tool.", **definition["function"], "name": name}
+    call = {"id": "call00000", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    turns: list[dict[str, Any]] = [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    try:
+        segments = template.segments(
+            turns,
+            add_generation_prompt=False,
+            tools=[{"type": "function", "function": function}],
+            **options,
+        )
+        written = "".join(s.text for s in segments if s.trained and s.message == 1)
+        calls = parse(written, template, **options).tool_calls
+    except ChatFmtError:
+        return None
+    return calls[0].name if len(calls) == 1 else None
+
+
 async def _refused(call_id: str, name: str, text: str) -> ToolResult:
     """The observation of a call that was not run."""
     return ToolResult(call_id, name, text, error=True)
 
 
-def _as_dicts(messages: Sequence[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The caller's messages (checked once, here) as a list the loop can extend."""
+def _as_dicts(messages: str | Sequence[Any], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The caller's messages (checked once, here) as a list the loop can extend; a string is
+    one user message."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
     if isinstance(messages, Conversation):
         return [m.to_openai() for m in messages.messages]
     conv = validate_conversation(list(messages), tools or None)

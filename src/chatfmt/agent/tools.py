@@ -13,7 +13,8 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from pathlib import Path
+from typing import Any, Literal, get_type_hints
 
 import docstring_parser
 import pydantic
@@ -23,12 +24,45 @@ from ..errors import ValidationError
 
 @dataclass(frozen=True)
 class ToolOutcome:
-    """What one tool call returned: the text for the model, and whether it is an error."""
+    """What one tool call returned: the text for the model, whether it is an error, and the
+    images among its :class:`Attachment` s."""
 
     call_id: str
     name: str
     content: str
     error: bool = False
+    images: tuple[Path, ...] = ()
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """An image or a file a tool returns (alone, or in a list with text and other values).
+
+    The model reads it in the tool's result as the code interpreter writes its images, a
+    Markdown link on its own line: ``![image](PATH)`` for an image (as in the InternLM2 chat
+    format's environment turns), ``[file](PATH)`` for a file. The path is not read or sent.
+    """
+
+    path: Path
+    kind: Literal["image", "file"] = "image"
+
+    def __init__(self, path: str | Path, kind: Literal["image", "file"] = "image") -> None:
+        if kind not in ("image", "file"):
+            raise ValidationError(f"an attachment is an image or a file, got {kind!r}")
+        object.__setattr__(self, "path", Path(path))
+        object.__setattr__(self, "kind", kind)
+
+    def markdown(self) -> str:
+        """How the model reads it."""
+        return f"![image]({self.path})" if self.kind == "image" else f"[file]({self.path})"
+
+
+def is_tool_name(name: str) -> bool:
+    """An identifier, or identifiers joined by dots (a toolkit's API: ``Calculator.add``).
+
+    Whether a template's tool-call format can write the name is the template's to say (see
+    :class:`~chatfmt.agent.Agent`)."""
+    return bool(name) and all(part.isidentifier() for part in name.split("."))
 
 
 class FunctionTool:
@@ -50,8 +84,11 @@ class FunctionTool:
             raise ValidationError(f"a tool must be a function, got {type(fn).__name__}")
         self.fn = fn
         self.name: str = name or str(getattr(fn, "__name__", ""))
-        if not self.name or not self.name.isidentifier():
-            raise ValidationError(f"tool name must be an identifier, got {self.name!r}")
+        if not is_tool_name(self.name):
+            raise ValidationError(
+                "tool name must be an identifier or identifiers joined by dots "
+                f"(a toolkit's API, as Calculator.add), got {self.name!r}"
+            )
         doc = docstring_parser.parse(inspect.getdoc(fn) or "")
         summary = "\n\n".join(p for p in (doc.short_description, doc.long_description) if p)
         self.description = description if description is not None else summary
@@ -168,13 +205,24 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def result_text(value: Any) -> str:
-    """A tool's return value as text for the model (strings as they are, the rest as JSON)."""
+    """A tool's return value as text for the model (strings as they are, :class:`Attachment` s
+    as Markdown links, the rest as JSON; a list holding attachments one item per line)."""
     if isinstance(value, str):
         return value
+    if isinstance(value, Attachment):
+        return value.markdown()
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Attachment) for v in value):
+        return "\n".join(result_text(v) for v in value)
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def _images(value: Any) -> tuple[Path, ...]:
+    """The paths of the image attachments in a tool's return value."""
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    return tuple(v.path for v in items if isinstance(v, Attachment) and v.kind == "image")
 
 
 class ToolExecutor:
@@ -213,7 +261,7 @@ class ToolExecutor:
             )
         except Exception as exc:
             return ToolOutcome(call_id, name, f"Error: {type(exc).__name__}: {exc}", True)
-        return ToolOutcome(call_id, name, result_text(value))
+        return ToolOutcome(call_id, name, result_text(value), images=_images(value))
 
     async def run(self, calls: Sequence[tuple[str, str, Any]]) -> list[ToolOutcome]:
         """Run ``(call_id, name, arguments)`` calls concurrently; outcomes in call order."""

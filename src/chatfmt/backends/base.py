@@ -121,6 +121,8 @@ class Usage:
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    #: Prompt tokens the engine took from its prefix cache (``prompt_tokens_details.cached_tokens``).
+    cached_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int | None:
@@ -131,11 +133,13 @@ class Usage:
 
 @dataclass(frozen=True)
 class CompletionChunk:
-    """A piece of generated text. The last chunk of a stream carries ``finish_reason`` (and usage)."""
+    """A piece of generated text. The last chunk of a stream carries ``finish_reason`` (and
+    usage, and ``stop``: the stop sequence generation ended at, when the engine says)."""
 
     text: str
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
+    stop: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,10 @@ def usage_from(data: Mapping[str, Any] | None) -> Usage | None:
     if not isinstance(data, Mapping):
         return None
     prompt, completion = data.get("prompt_tokens"), data.get("completion_tokens")
+    details = data.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, Mapping) else None
     return Usage(
         prompt if isinstance(prompt, int) else None,
         completion if isinstance(completion, int) else None,
+        cached if isinstance(cached, int) else None,
     )

@@ -74,7 +74,7 @@ async def lazy_stream(
                     sent = len(seen) - hold
     if found < 0:  # no call: the free text was the whole reply
         assert final is not None
-        yield CompletionChunk(seen[sent:], final.finish_reason, final.usage)
+        yield CompletionChunk(seen[sent:], final.finish_reason, final.usage, final.stop)
         return
     before = seen[:found]
     if len(before) > sent:
@@ -95,5 +95,9 @@ async def lazy_stream(
                 prompt_tokens = usage.prompt_tokens
                 if prompt_tokens is not None:  # the first request's prompt, not the continuation's
                     prompt_tokens -= pieces - 1 if pieces > 1 else 0
-                usage = Usage(prompt_tokens, usage.completion_tokens + max(0, pieces - 1))
+                usage = Usage(
+                    prompt_tokens,
+                    usage.completion_tokens + max(0, pieces - 1),
+                    usage.cached_tokens,
+                )
             yield CompletionChunk(chunk.text, chunk.finish_reason, usage)

@@ -256,6 +256,7 @@ class OpenAICompletionsBackend(Backend):
         kind = await self.engine_kind()
         url = self.base_url + "/completions"
         finish: str | None = None
+        stop: str | None = None
         usage = None
         body = self._body(model, request, True, kind)
         async with self._transport(url), self._client().post(url, json=body) as resp:
@@ -268,12 +269,13 @@ class OpenAICompletionsBackend(Backend):
                 if not event.get("choices"):  # the usage-only chunk
                     continue
                 text, reason = _choice(event, url)
-                finish = reason or finish
+                if reason:
+                    finish, stop = reason, _matched_stop(event)
                 if text:
                     yield CompletionChunk(text)
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
-        yield CompletionChunk("", _finish(finish), usage)
+        yield CompletionChunk("", _finish(finish), usage, stop)
 
 
 async def _raise_for_status(resp: aiohttp.ClientResponse, url: str) -> None:
@@ -309,6 +311,17 @@ def _choice(data: Mapping[str, Any], url: str) -> tuple[str, str | None]:
         raise BackendProtocolError(f"{url}: choices[0].text is not a string")
     reason = choices[0].get("finish_reason")
     return text, reason if isinstance(reason, str) else None
+
+
+def _matched_stop(data: Mapping[str, Any]) -> str | None:
+    """The stop string generation ended at, where the engine tells: vLLM's ``stop_reason``
+    (a token id when a stop token matched), SGLang's ``matched_stop``."""
+    choice = data["choices"][0]
+    for key in ("stop_reason", "matched_stop"):
+        value = choice.get(key)
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _finish(reason: str | None) -> FinishReason:

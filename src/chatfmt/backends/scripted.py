@@ -50,15 +50,18 @@ class ScriptedBackend(Backend):
         """How many scripted replies have not been used yet."""
         return len(self._replies) - self._next
 
-    def _cut(self, reply: ScriptedReply, request: CompletionRequest) -> tuple[str, FinishReason]:
+    def _cut(
+        self, reply: ScriptedReply, request: CompletionRequest
+    ) -> tuple[str, FinishReason, str | None]:
+        """The text as the engine returns it, how it ended and the stop word it ended at."""
         text, finish = reply.text, reply.finish_reason
         if not self.honor_stop or not request.stop:
-            return text, finish
+            return text, finish, None
         hits = [(text.find(s), s) for s in request.stop if s in text]
         if not hits:
-            return text, finish
+            return text, finish, None
         at, word = min(hits)
-        return text[: at + len(word)] if self.include_stop else text[:at], "stop"
+        return (text[: at + len(word)] if self.include_stop else text[:at]), "stop", word
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
         self.requests.append(request)
@@ -69,10 +72,10 @@ class ScriptedBackend(Backend):
             )
         reply = self._replies[self._next]
         self._next += 1
-        text, finish = self._cut(reply, request)
+        text, finish, word = self._cut(reply, request)
         size = max(1, reply.chunk_size)
         pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         usage = Usage(len(request.prompt), len(text))  # characters: a stand-in for token counts
         for piece in pieces[:-1]:
             yield CompletionChunk(piece)
-        yield CompletionChunk(pieces[-1], finish, usage)
+        yield CompletionChunk(pieces[-1], finish, usage, word)

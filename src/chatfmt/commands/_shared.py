@@ -118,7 +118,7 @@ RENDER_PARAMETERS = {
     "add_generation_prompt": "use --no-generation-prompt",
     "continue_final_message": "use --continue-final-message",
     "sequence_start": "use --follow-up",
-    "strict_history": "use --strict-history (chatfmt render)",
+    "strict_history": "use --strict-history",
 }
 _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 #: Spellings that look like a boolean or null but are neither JSON nor Python literals.

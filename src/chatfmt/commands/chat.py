@@ -150,6 +150,15 @@ def chat_cmd(
     interpreter: Annotated[
         bool, typer.Option("--interpreter", help="Give the model a Jupyter code interpreter.")
     ] = False,
+    interpreter_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--interpreter-timeout",
+            min=0.001,
+            help="Seconds one execution of the code interpreter may take (default 60); "
+            "implies --interpreter.",
+        ),
+    ] = None,
     system: Annotated[str | None, typer.Option("--system", help="A system message.")] = None,
     max_turn: Annotated[int, typer.Option("--max-turn", help="Model calls per message.")] = 5,
     max_tokens: Annotated[
@@ -187,7 +196,8 @@ def chat_cmd(
             backend,
             template=tpl,
             tools=fns,
-            interpreter=interpreter or None,
+            interpreter=interpreter or interpreter_timeout is not None or None,
+            interpreter_timeout=interpreter_timeout,
             max_turn=max_turn,
             sampling=sampling,
             tool_choice=tool_choice,

@@ -19,6 +19,7 @@ _TOKENIZE_RESERVED = {
     "train_on": "use --train-on",
     "max_length": "use --max-length",
     "on_special": "use --on-special",
+    "strict_history": "use --strict-history",
 }
 
 
@@ -93,6 +94,14 @@ def tokenize_cmd(
         bool,
         typer.Option("--overwrite", help="Replace the output folder of a previous tokenize run."),
     ] = False,
+    strict_history: Annotated[
+        bool,
+        typer.Option(
+            "--strict-history",
+            help="Only the official template's bytes: reject rows with text beside tool calls "
+            "that it would drop (by default written as the model writes it).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     report: Annotated[
         Path | None,
@@ -130,7 +139,10 @@ def tokenize_cmd(
             "train_on": train_on,
             "on_special": on_special,
             "errors_path": errors_file,
-            "options": template_options(option, reserved=_TOKENIZE_RESERVED),
+            "options": {
+                **template_options(option, reserved=_TOKENIZE_RESERVED),
+                **({"strict_history": True} if strict_history else {}),
+            },
             "split": split,
             "overwrite": overwrite,
         }

@@ -157,6 +157,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--tool-format", help=TOOL_FORMAT_HELP.format(default="")),
         ] = None,
+        strict_history: Annotated[
+            bool,
+            typer.Option(
+                "--strict-history",
+                help="Only the official template's bytes: refuse text beside tool calls that "
+                "it would drop (by default written as the model writes it).",
+            ),
+        ] = False,
     ) -> None:
         """Show a conversation's tokens and its training mask (trained / not trained / control)."""
         from ..tokens.encode import TRAIN_ON, encode
@@ -176,7 +184,10 @@ def register(app: typer.Typer) -> None:
             messages, tools = dataset_row(path, row, split)
         try:
             request = RenderRequest(
-                tools=tools, add_generation_prompt=generation_prompt, options=options
+                tools=tools,
+                add_generation_prompt=generation_prompt,
+                options=options,
+                strict_history=strict_history,
             )
             tpl = with_tool_format_option(template, tool_format)
             encoding = encode(

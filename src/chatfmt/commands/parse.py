@@ -111,6 +111,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option("--tool-format", help=TOOL_FORMAT_HELP.format(default="")),
         ] = None,
+        parser: Annotated[
+            str | None,
+            typer.Option(
+                "--parser",
+                help="Read tool calls with this tool parser (e.g. pythonic) instead of the "
+                "template's; the template still chooses reasoning and end of turn.",
+            ),
+        ] = None,
     ) -> None:
         """Parse model output into an OpenAI assistant message (tool calls, reasoning).
 
@@ -126,6 +134,10 @@ def register(app: typer.Typer) -> None:
         tool_list = _read_tools(tools) if tools is not None else None
         opts = _options(option or [])
         tpl = with_tool_format_option(template, tool_format)
+        if parser is not None:
+            from ..tool_format import with_tool_parser
+
+            tpl = with_tool_parser(tpl, parser)
         if not stream:
             msg = parse(text, tpl, tools=tool_list, truncated=truncated, **opts)
             typer.echo(

@@ -6,6 +6,7 @@ import asyncio
 import errno
 import json
 import os
+import secrets
 import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
@@ -32,15 +33,23 @@ def _specs(
     model_path: str | None,
     tool_format: str | None = None,
     backend_kind: str = "auto",
+    tool_parser: str | None = None,
+    strict_history: bool = False,
 ) -> tuple[list[Any], Any]:
     from ..gateway.config import ModelSpec, load_config
     from ..gateway.models import Limits
 
     if config is not None:
         specs, limits = load_config(config)
-        # --backend-api-key: the key of every model whose table names none.
+        # --backend-api-key: the key of every model whose table names none;
+        # --strict-history: every model strict.
         return [
-            replace(s, backend_api_key=s.backend_api_key or backend_api_key) for s in specs
+            replace(
+                s,
+                backend_api_key=s.backend_api_key or backend_api_key,
+                strict_history=s.strict_history or strict_history,
+            )
+            for s in specs
         ], limits
     spec = ModelSpec(
         name=model_name or "",  # "": the embedded model's file stem, else the template's name
@@ -51,7 +60,9 @@ def _specs(
         backend_api_key=backend_api_key,
         model_path=model_path,
         tool_format=tool_format,
+        tool_parser=tool_parser,
         backend_kind=backend_kind,
+        strict_history=strict_history,
     )
     return [spec], Limits()
 
@@ -62,6 +73,7 @@ def build_app(
     api_key: str | None,
     trust_templates: bool = False,
     playground_tokenizer: str | None = None,
+    thinking_secret: str | None = None,
 ) -> Any:
     """The Starlette application for ``specs`` (backends, templates and tokenizers loaded),
     with the playground at ``/``."""
@@ -81,7 +93,11 @@ def build_app(
         tokenizer = entries[0].active_tokenizer
     playground = Playground(trust_request_templates=trust_templates, tokenizer=tokenizer)
     return create_app(
-        {e.name: e for e in entries}, api_key=api_key, limits=limits, playground=playground
+        {e.name: e for e in entries},
+        api_key=api_key,
+        limits=limits,
+        playground=playground,
+        thinking_secret=thinking_secret,
     )
 
 
@@ -93,7 +109,12 @@ def worker_app() -> Any:
     data = json.loads(os.environ[_WORKER_CONFIG])
     specs = [ModelSpec(**s) for s in data["models"]]
     return build_app(
-        specs, Limits(**data["limits"]), data["api_key"], data["trust_templates"], data["tokenizer"]
+        specs,
+        Limits(**data["limits"]),
+        data["api_key"],
+        data["trust_templates"],
+        data["tokenizer"],
+        data["thinking_secret"],
     )
 
 
@@ -129,6 +150,14 @@ def serve_cmd(
         str | None, typer.Option("--model-path", help="A GGUF file for the embedded backend.")
     ] = None,
     tool_format: PairedToolFormat = None,
+    tool_parser: Annotated[
+        str | None,
+        typer.Option(
+            "--tool-parser",
+            help="Read tool calls with this tool parser (e.g. pythonic) instead of the "
+            "template's, as vLLM's --tool-call-parser.",
+        ),
+    ] = None,
     backend_kind: Annotated[
         str,
         typer.Option(
@@ -162,6 +191,16 @@ def serve_cmd(
             show_envvar=True,
         ),
     ] = None,
+    thinking_secret: Annotated[
+        str | None,
+        typer.Option(
+            "--thinking-secret",
+            envvar="CHATFMT_THINKING_SECRET",
+            help="Key of the signatures of Anthropic thinking blocks (default: random per "
+            "start); gateways that share conversations must share it.",
+            show_envvar=True,
+        ),
+    ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
     trust_request_chat_template: Annotated[
         bool,
@@ -170,21 +209,38 @@ def serve_cmd(
             help="Accept chat templates sent with requests (run sandboxed, with limits).",
         ),
     ] = False,
+    strict_history: Annotated[
+        bool,
+        typer.Option(
+            "--strict-history",
+            help="Render history only as the official template does: a 400 for text beside "
+            "tool calls it would drop (by default written as the model writes it).",
+        ),
+    ] = False,
 ) -> None:
-    """Serve an OpenAI-compatible chat API (/v1/chat/completions, /v1/responses,
-    /v1/completions) over a completions backend (or several engines: --backend repeated), and
-    the playground page at /."""
+    """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses, /v1/completions) and
+    Anthropic's Messages API (/v1/messages) over a completions backend (or several engines:
+    --backend repeated), and the playground page at /."""
     try:
         import uvicorn
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
     check_port(host, port)
-    per_model = (template, tokenizer, model_name, backend_model, model_path, tool_format)
+    per_model = (
+        template,
+        tokenizer,
+        model_name,
+        backend_model,
+        model_path,
+        tool_format,
+        tool_parser,
+    )
     backends = tuple(backend or ["embedded"])
     if config is not None and (any(per_model) or backend or backend_kind != "auto"):
         raise fail(
             "--config describes the models: leave out --backend, --backend-kind, --template, "
-            "--tokenizer, --model-name, --backend-model, --model-path and --tool-format"
+            "--tokenizer, --model-name, --backend-model, --model-path, --tool-format and "
+            "--tool-parser"
         )
     try:
         specs, limits = _specs(
@@ -198,9 +254,15 @@ def serve_cmd(
             model_path,
             tool_format,
             backend_kind,
+            tool_parser,
+            strict_history,
         )
         # with --workers: checks the configuration
-        app = build_app(specs, limits, api_key, trust_request_chat_template)
+        if workers > 1 and thinking_secret is None:  # one secret for every worker
+            thinking_secret = secrets.token_hex(32)
+        app = build_app(
+            specs, limits, api_key, trust_request_chat_template, thinking_secret=thinking_secret
+        )
         typer.secho(
             f"chatfmt serve: {', '.join(app.state.model_names)} on http://{host}:{port}/v1"
             + (" (API key required)" if api_key else "")
@@ -215,6 +277,7 @@ def serve_cmd(
                     "api_key": api_key,
                     "trust_templates": trust_request_chat_template,
                     "tokenizer": None,
+                    "thinking_secret": thinking_secret,
                 }
             )
             uvicorn.run(

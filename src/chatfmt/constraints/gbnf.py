@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import ChatFmtError, ValidationError
 
-#: Whitespace between markers (bounded: a constrained small model pads with blank lines).
-WS_RULE = "ws ::= [ \\t\\n]{0,4}"
+#: Whitespace between markers (bounded: a constrained small model pads with blank lines; 8
+#: lets Jamba's template's "[\n    {" indentation through).
+WS_RULE = "ws ::= [ \\t\\n]{0,8}"
 #: Whitespace inside pretty-printed JSON: none, a space, or a line break and an indent, for a
 #: template that writes its calls' JSON indented (``json.dumps(indent=4)``: Command R).
 #: llama.cpp's own converter bounds it the same way; llama-cpp-python's allows one space only,

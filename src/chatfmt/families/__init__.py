@@ -45,6 +45,7 @@ FAMILIES: Mapping[str, str] = {
     "chatml": "chatfmt.families.chatml",
     "cohere": "chatfmt.families.cohere",
     "deepseek": "chatfmt.families.deepseek",
+    "ernie": "chatfmt.families.ernie",
     "fireworks": "chatfmt.families.fireworks",
     "functionary": "chatfmt.families.functionary",
     "gemma": "chatfmt.families.gemma",

@@ -1,4 +1,5 @@
-"""The Starlette application: routes, API key, body limit, OpenAI-shaped errors."""
+"""The Starlette application: routes, API key, body limit, errors (OpenAI's shape, and
+Anthropic's under ``/v1/messages``)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import completions, openai_chat, responses
-from .chat import Prepared, check_length, completion_request, prepare
+from . import anthropic, anthropic_wire, completions, openai_chat, responses
+from .anthropic_schema import CountTokensBody, MessagesBody
+from .anthropic_schema import parse_body as parse_anthropic_body
+from .anthropic_schema import unsupported as anthropic_unsupported
+from .chat import Prepared, check_length, completion_request, prepare, prompt_tokens
 from .choices import Choices
 from .errors import APIError
 from .generation import Generation
@@ -42,10 +46,16 @@ from .request import ChatRequest
 from .response_store import ResponseStore
 from .responses_schema import ResponsesBody, body_field
 from .schema import ChatBody, RenderBody, parse_body, unsupported
+from .signature import ThinkingSigner
 
 log = logging.getLogger("chatfmt.gateway")
 
 Handler = Callable[[Request], Awaitable[Response]]
+#: An error's JSON body in one API's shape.
+ErrorShape = Callable[[APIError], dict[str, Any]]
+
+#: The paths under which errors have Anthropic's shape.
+_ANTHROPIC_PREFIX = "/v1/messages"
 
 
 class EventStream(StreamingResponse):
@@ -98,8 +108,15 @@ def _names_model(raw: bytes) -> bool:
     )
 
 
-def error_response(error: APIError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
+def error_response(error: APIError, shape: ErrorShape = APIError.body) -> JSONResponse:
+    return JSONResponse(shape(error), status_code=error.status)
+
+
+def _shape_for(request: Request) -> ErrorShape:
+    """The error shape of the API ``request`` was sent to."""
+    if request.url.path.startswith(_ANTHROPIC_PREFIX):
+        return anthropic.error_body
+    return APIError.body
 
 
 # ---------------------------------------------------------------------- handlers without state
@@ -121,16 +138,19 @@ async def health(_request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-async def http_error(_request: Request, exc: Exception) -> Response:
+async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     kind = "not_found" if exc.status_code == 404 else "invalid_request"
-    return error_response(APIError(exc.status_code, str(exc.detail), code=kind))
+    return error_response(
+        APIError(exc.status_code, str(exc.detail), code=kind), _shape_for(request)
+    )
 
 
-async def internal_error(_request: Request, exc: Exception) -> Response:
+async def internal_error(request: Request, exc: Exception) -> Response:
     log.exception("internal error", exc_info=exc)
     return error_response(
-        APIError(500, f"internal error: {type(exc).__name__}", type="api_error", code="internal")
+        APIError(500, f"internal error: {type(exc).__name__}", type="api_error", code="internal"),
+        _shape_for(request),
     )
 
 
@@ -150,6 +170,7 @@ class Gateway:
         limits: Limits | None = None,
         playground: Playground | None = None,
         response_store: ResponseStore | None = None,
+        thinking_secret: str | None = None,
     ) -> None:
         if not models and playground is None:
             raise ChatFmtError("the gateway needs at least one model")
@@ -165,6 +186,8 @@ class Gateway:
             response_store = ResponseStore(limits.stored_responses, limits.stored_response_ttl)
         self.response_store = response_store
         self._expected_key = f"Bearer {api_key}".encode() if api_key else None
+        #: Signs the thinking blocks of /v1/messages replies and checks those sent back.
+        self.signer = ThinkingSigner(thinking_secret)
 
     # ------------------------------------------------------------------ the application
     def app(self) -> Starlette:
@@ -185,6 +208,12 @@ class Gateway:
             Route("/v1/responses", guarded(self.create_response), methods=["POST"]),
             Route("/v1/responses/{response_id}", guarded(self.stored_response), methods=["GET"]),
             Route("/v1/responses/{response_id}", guarded(self.delete_response), methods=["DELETE"]),
+            Route("/v1/messages", guarded(self.messages, anthropic.error_body), methods=["POST"]),
+            Route(
+                "/v1/messages/count_tokens",
+                guarded(self.count_tokens, anthropic.error_body),
+                methods=["POST"],
+            ),
             Route("/v1/render", guarded(self.render), methods=["POST"]),
             Route("/v1/models", guarded(self.list_models), methods=["GET"]),
             Route("/health", health, methods=["GET"]),
@@ -210,27 +239,33 @@ class Gateway:
                 self.playground.close()
 
     # ------------------------------------------------------------------ request steps
-    def guarded(self, handler: Handler) -> Handler:
-        """``handler`` behind the API key, with :class:`APIError` s as responses."""
+    def guarded(self, handler: Handler, shape: ErrorShape = APIError.body) -> Handler:
+        """``handler`` behind the API key, with :class:`APIError` s as responses (in
+        ``shape``: OpenAI's by default)."""
 
         async def run(request: Request) -> Response:
             try:
                 self.check_key(request)
                 return await handler(request)
             except APIError as exc:
-                return error_response(exc)
+                return error_response(exc, shape)
 
         return run
 
     def check_key(self, request: Request) -> None:
+        """The API key, sent as ``Authorization: Bearer <key>`` or ``x-api-key: <key>``
+        (Anthropic's header)."""
         expected = self._expected_key
         if expected is None:
             return
-        given = request.headers.get("authorization", "").encode()
+        headers = request.headers
+        given = headers.get("authorization", "").encode()
+        if not given and "x-api-key" in headers:
+            given = b"Bearer " + headers["x-api-key"].encode()
         if not secrets.compare_digest(given, expected):
             raise APIError(
                 401,
-                "missing or wrong API key (send Authorization: Bearer <key>)",
+                "missing or wrong API key (send Authorization: Bearer <key> or x-api-key: <key>)",
                 code="invalid_api_key",
             )
 
@@ -360,6 +395,34 @@ class Gateway:
             )
         return stored
 
+    async def messages(self, request: Request) -> Response:
+        """``POST /v1/messages`` (Anthropic): the body as the internal request → the
+        pipeline → ``message`` or its stream events."""
+        body = parse_anthropic_body(MessagesBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        refused = anthropic_unsupported(body)
+        if refused is not None:
+            raise refused
+        translated = anthropic.chat_request(body, entry.template, self.signer)
+        with anthropic.located(translated.origins):
+            generation = self.generation(translated.chat)
+        stops = translated.chat.sampling.stop
+        if not body.stream:
+            return JSONResponse(await anthropic_wire.complete(generation, self.signer, stops))
+        input_tokens = await prompt_tokens(generation.prepared)
+        await generation.start()
+        events = anthropic_wire.events(generation, self.signer, stops, input_tokens)
+        return EventStream(events, generation.aclose)
+
+    async def count_tokens(self, request: Request) -> Response:
+        """``POST /v1/messages/count_tokens`` (Anthropic): the prompt's token count."""
+        body = parse_anthropic_body(CountTokensBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        translated = anthropic.chat_request(body, entry.template, self.signer)
+        with anthropic.located(translated.origins):
+            prepared = prepare(entry, translated.chat, self.limits)
+        return JSONResponse({"input_tokens": await prompt_tokens(prepared)})
+
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
         and its generation ready to start."""
@@ -454,15 +517,21 @@ def create_app(
     limits: Limits | None = None,
     playground: Playground | None = None,
     response_store: ResponseStore | None = None,
+    thinking_secret: str | None = None,
 ) -> Starlette:
     """An OpenAI-compatible chat API over ``models`` (name → :class:`ModelEntry`):
-    ``/v1/chat/completions`` and ``/v1/responses``.
+    ``/v1/chat/completions`` and ``/v1/responses``; and Anthropic's Messages API
+    (``/v1/messages``).
 
-    With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>``.
+    With ``api_key``, every ``/v1`` request needs ``Authorization: Bearer <api_key>`` (or
+    ``x-api-key: <api_key>``). ``thinking_secret`` keys the signatures of Anthropic
+    thinking blocks (random per process when ``None``; see :mod:`.signature`).
     With ``playground`` (see :mod:`.playground`), the page at ``/`` and the template
     endpoints it calls are served too; then ``models`` may be empty. ``response_store``
     keeps the responses ``previous_response_id`` names (default: ``limits.stored_responses``
     of them, each ``limits.stored_response_ttl`` seconds). The backends (and the
     playground's sandbox) are closed when the application shuts down.
     """
-    return Gateway(models, api_key, limits, playground, response_store).app()
+    return Gateway(
+        models, api_key, limits, playground, response_store, thinking_secret=thinking_secret
+    ).app()

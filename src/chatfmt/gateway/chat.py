@@ -177,6 +177,7 @@ def render(chat: ChatInput, *, add_generation_prompt: bool = True) -> Prepared:
             options=chat.options,
             tokenizer=tokenizer,
             add_generation_prompt=add_generation_prompt,
+            strict_history=entry.strict_history,
         )
     except ChatFmtError as exc:
         raise api_error(exc) from None

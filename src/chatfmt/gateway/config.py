@@ -6,10 +6,12 @@ A config file maps model names to a backend, a template and an optional tokenize
     backend = "http://127.0.0.1:8001/v1"   # or "embedded", or several URLs (a pool)
     template = "qwen2.5"                   # default: the server's model id / the GGUF's own
     tool_format = "hermes"                 # optional: for a template without one ("none": no pairing)
+    tool_parser = "pythonic"               # optional: read tool calls with this parser instead
     tokenizer = "/models/qwen2.5"           # optional: ids for /v1/render, usage, length check
     backend_model = "Qwen/Qwen2.5-7B-Instruct"  # optional: the model name sent to the backend
     backend_api_key_env = "VLLM_API_KEY"    # optional: where the backend's key is (or backend_api_key)
     backend_kind = "vllm"                   # optional: the engine (default: detected)
+    strict_history = true                   # optional: official bytes or a 400 (default false)
 
     [limits]
     max_body_bytes = 8388608
@@ -48,7 +50,12 @@ class ModelSpec:
     #: a tool format for a template without one (default: the template's default pairing;
     #: "none": no pairing), see chatfmt.tool_format
     tool_format: str | None = None
+    #: a tool parser that reads the output's calls instead of the template's (vLLM's
+    #: --tool-call-parser), see chatfmt.with_tool_parser
+    tool_parser: str | None = None
     backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
+    #: render history as the official template does, or refuse it (docs/rendering.md)
+    strict_history: bool = False
 
     def __post_init__(self) -> None:
         backend = self.backend
@@ -77,8 +84,12 @@ _MODEL_KEYS = {
     "backend_api_key_env",
     "model_path",
     "tool_format",
+    "tool_parser",
     "backend_kind",
+    "strict_history",
 }
+#: Keys whose value is true or false (the others are non-empty strings).
+_BOOL_KEYS = {"strict_history"}
 
 
 def load_config(path: Path) -> tuple[list[ModelSpec], Limits]:
@@ -122,8 +133,10 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
                 raise ChatFmtError(f"{where}.backend: must be a URL or a non-empty list of URLs")
             if EMBEDDED in value and len(value) > 1:
                 raise ChatFmtError(f"{where}.backend: a pool of backends takes URLs, not embedded")
-            continue
-        if not isinstance(value, str) or not value:
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ChatFmtError(f"{where}.{key}: must be true or false")
+        elif not isinstance(value, str) or not value:
             raise ChatFmtError(f"{where}.{key}: must be a non-empty string")
     key = table.get("backend_api_key")
     env = table.get("backend_api_key_env")
@@ -140,7 +153,9 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
         backend_api_key=key,
         model_path=table.get("model_path"),
         tool_format=table.get("tool_format"),
+        tool_parser=table.get("tool_parser"),
         backend_kind=_kind(where, table.get("backend_kind", "auto")),
+        strict_history=table.get("strict_history", False),
     )
 
 
@@ -177,12 +192,13 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
 
     The template is ``spec.template``, else the embedded model's own (its GGUF chat
     template), else the one matching the backend server's model id; paired with
-    ``spec.tool_format`` (:func:`~chatfmt.tool_format.resolve_tool_format`).
+    ``spec.tool_format`` (:func:`~chatfmt.tool_format.resolve_tool_format`), its calls read
+    by ``spec.tool_parser`` when given (:func:`~chatfmt.tool_format.with_tool_parser`).
     """
     from ..api import get_template
     from ..backends.base import Backend
     from ..registry import REGISTRY
-    from ..tool_format import resolve_tool_format
+    from ..tool_format import resolve_tool_format, with_tool_parser
 
     backend: Backend
     urls = spec.backend_urls
@@ -223,12 +239,18 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
                 )
             template = found
     template = resolve_tool_format(template, spec.tool_format)
+    if spec.tool_parser is not None:
+        try:
+            template = with_tool_parser(template, spec.tool_parser)
+        except ChatFmtError as exc:
+            raise ChatFmtError(f"model {spec.name!r}: {exc}") from None
     tokenizer = None
     if spec.tokenizer is not None:
         from ..tokens import load_tokenizer
 
         tokenizer = load_tokenizer(spec.tokenizer)
-    return ModelEntry(spec.name or _default_name(backend, template), backend, template, tokenizer)
+    name = spec.name or _default_name(backend, template)
+    return ModelEntry(name, backend, template, tokenizer, strict_history=spec.strict_history)
 
 
 def _default_name(backend: Any, template: Any) -> str:

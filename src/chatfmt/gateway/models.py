@@ -15,13 +15,16 @@ class ModelEntry:
 
     ``tokenizer`` (a chatfmt tokenizer, optional) gives token ids for ``/v1/render``,
     usage counts and the prompt-length check; without one, the backend's own tokenizer
-    is used when it has one (the embedded model).
+    is used when it has one (the embedded model). ``strict_history``: render history as
+    the official template does, or refuse it (400) where that would drop data (see
+    docs/rendering.md).
     """
 
     name: str
     backend: Backend
     template: Template
     tokenizer: Any = None
+    strict_history: bool = False
 
     @property
     def active_tokenizer(self) -> Any:

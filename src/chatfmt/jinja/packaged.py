@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
-from ..protocol import Conversation
+from ..protocol import Conversation, Message
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
 from .inputs import Dialect, Prepared, prepare
@@ -39,7 +40,8 @@ class PackagedTemplate(JinjaTemplate):
     ``file`` is a file name in ``chatfmt/data/templates``. ``variables`` are the
     tokenizer-config values the template reads (``bos_token``, …). ``generation``
     gives stop words and sampling defaults; without it they are probed from the
-    template, as for any Jinja source. The source is compiled on first use.
+    template, as for any Jinja source. The source is compiled on first use. ``source``
+    replaces the file's text (the twin that renders :attr:`calls_turn_text`).
     """
 
     compile_eagerly: ClassVar[bool] = False
@@ -59,8 +61,11 @@ class PackagedTemplate(JinjaTemplate):
         variables: Mapping[str, Any] | None = None,
         description: str = "",
         text_beside_calls: Mapping[str, Any] | None = None,
+        calls_in_content: Callable[[Message], str] | None = None,
+        calls_turn_text: tuple[str, str] | None = None,
+        source: str | None = None,
     ) -> None:
-        source = official_source(file)
+        source = source or official_source(file)
         if source is None:
             raise TemplateError(f"no shipped template file {file!r} in chatfmt/data/templates")
         super().__init__(source, name=name, variables=variables, origin=f"official Jinja: {file}")
@@ -74,6 +79,16 @@ class PackagedTemplate(JinjaTemplate):
         #: the text: as an assistant message of its own (with these extra fields, e.g.
         #: ``{"end_turn": False}``) right before the calls. ``None``: refused.
         self.text_beside_calls = text_beside_calls
+        #: How the model writes text beside its tool calls within the calls' own turn, where
+        #: the official file drops the text: ``(old, new)``, a passage of the official source
+        #: and what replaces it in the source that renders such history (it writes the text
+        #: where the model does, e.g. MiniMax-M1's before ``<tool_calls>``). ``None``: refused
+        #: (unless :attr:`text_beside_calls` says otherwise).
+        self.calls_turn_text = calls_turn_text
+        #: Where the official file writes an assistant message's content only and the model
+        #: writes its calls as text in it: the message's content with its calls written as
+        #: the model writes them (history then keeps them). ``None``: the calls are refused.
+        self.calls_in_content = calls_in_content
         if description:
             self.description = description
         self._init_args: dict[str, Any] = {
@@ -88,6 +103,8 @@ class PackagedTemplate(JinjaTemplate):
             "variables": dict(variables or {}),
             "description": description,
             "text_beside_calls": text_beside_calls,
+            "calls_turn_text": calls_turn_text,
+            "calls_in_content": calls_in_content,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -115,18 +132,27 @@ class PackagedTemplate(JinjaTemplate):
 
     def _history_form(
         self, prep: Prepared, strict: bool
-    ) -> tuple[Prepared, tuple[int, ...] | None]:
+    ) -> tuple[JinjaTemplate, Prepared, tuple[int, ...] | None]:
         """Unless ``strict``: each assistant message with text beside its tool calls, which
-        the official file would drop, as the model writes it (:attr:`text_beside_calls`): its
-        text (and reasoning) as an assistant message of its own, then the calls."""
+        the official file would drop, as the model writes it: within the calls' turn
+        (:attr:`calls_turn_text`: rendered by the official source so patched), or as an
+        assistant message of its own with its text (and reasoning), then the calls
+        (:attr:`text_beside_calls`); or, with :attr:`calls_in_content`, each message's calls
+        written into its content."""
+        if self.calls_in_content is not None and not strict:
+            prep = self._calls_written_in_content(prep, self.calls_in_content)
         extra = self.text_beside_calls
         split = [
             m.index
             for m in prep.conv.messages
             if m.role == "assistant" and m.tool_calls and (m.content or "").strip()
         ]
-        if strict or extra is None or not split:
-            return prep, None
+        if strict or not split:
+            return self, prep, None
+        if self.calls_turn_text is not None:
+            return self._calls_turn_twin, prep, None
+        if extra is None:
+            return self, prep, None
         raw: list[dict[str, Any]] = []
         origin: list[int] = []
         for i, m in enumerate(prep.raw):
@@ -138,7 +164,33 @@ class PackagedTemplate(JinjaTemplate):
             else:
                 raw.append(m)
                 origin.append(i)
-        return prepare(raw, prep.tools), tuple(origin)
+        return self, prepare(raw, prep.tools), tuple(origin)
+
+    @cached_property
+    def _calls_turn_twin(self) -> PackagedTemplate:
+        """This template with :attr:`calls_turn_text` applied to its source (same facts)."""
+        assert self.calls_turn_text is not None
+        old, new = self.calls_turn_text
+        if self.jinja_source.count(old) != 1:
+            raise TemplateError(
+                f"template {self.name!r}: the passage that writes text beside tool calls does "
+                "not occur exactly once in its source"
+            )
+        args = {**self._init_args, "calls_turn_text": None}
+        return type(self)(self.packaged_file, **args, source=self.jinja_source.replace(old, new))
+
+    @staticmethod
+    def _calls_written_in_content(prep: Prepared, write: Callable[[Message], str]) -> Prepared:
+        """``prep`` with each assistant message's tool calls written into its content."""
+        if not any(m.role == "assistant" and m.tool_calls for m in prep.conv.messages):
+            return prep
+        raw = [
+            {**{k: v for k, v in r.items() if k != "tool_calls"}, "content": write(m)}
+            if m.role == "assistant" and m.tool_calls
+            else r
+            for r, m in zip(prep.raw, prep.conv.messages, strict=True)
+        ]
+        return prepare(raw, prep.tools, require_tool_calls=False)  # the results stay
 
     def _render_plain(
         self,
@@ -182,23 +234,41 @@ class PackagedTemplate(JinjaTemplate):
 def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
     """The first (message index, field) whose data is missing from ``text``, or None.
 
-    Checked: every message's text (stripped), every tool call's name, and reasoning after
+    Checked: every message's text (stripped; as it is or as a JSON string's body, which
+    is how e.g. Cohere2MoE writes tool results), every tool call's name (after the text of
+    the user message before it, so that the tool list does not count, and after the calls
+    before it in its message: GigaChat 3 writes one call of two), and reasoning after
     the last user message (earlier reasoning is dropped by design in reasoning formats, as
     the native templates do). Arguments are not checked: templates re-serialize them.
     """
     users = [m.index for m in conv.messages if m.role == "user"]
     last_user = users[-1] if users else -1
+    after = 0  # where the last user message's text starts (its first occurrence)
     for m in conv.messages:
         body = (m.content or "").strip()
-        if body and body not in text:
+        if body and not _written(body, text):
             return m.index, "content"
+        if m.role == "user" and body:
+            after = max(after, text.find(body))
+        start = after
         for k, call in enumerate(m.tool_calls):
-            if call.type == "function" and call.name not in text:
+            if call.type != "function":
+                continue
+            at = text.find(call.name, start)
+            if at < 0:
                 return m.index, f"tool_calls[{k}]"
+            start = at + len(call.name)
         thought = (m.reasoning_content or "").strip()
         if thought and m.index > last_user and thought not in text:
             return m.index, "reasoning_content"
     return None
+
+
+def _written(body: str, text: str) -> bool:
+    """Whether ``body`` is in ``text``, as it is or JSON-escaped (either ASCII mode)."""
+    return body in text or any(
+        json.dumps(body, ensure_ascii=ascii_only)[1:-1] in text for ascii_only in (False, True)
+    )
 
 
 _VARIANTS: dict[tuple[str, str, str], PackagedTemplate] = {}

@@ -209,26 +209,29 @@ class JinjaTemplate(Template):
             return super()._render(messages, request)
         ctx = self._context(request)
         opts, merge = _template_options(ctx)
-        prep, origin = self._history_form(prepare(messages, request.tools), ctx.strict_history)
+        runner, prep, origin = self._history_form(
+            prepare(messages, request.tools), ctx.strict_history
+        )
         with _original_indices(origin):
-            return self._render_plain(
+            return runner._render_plain(
                 prep, opts, request.add_generation_prompt, ctx.datetime, merge
             )[0]
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
         opts, merge = _template_options(ctx)
-        prep, origin = self._history_form(prepare(conv, None), ctx.strict_history)
+        runner, prep, origin = self._history_form(prepare(conv, None), ctx.strict_history)
         with _original_indices(origin):
-            segs = self._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
+            segs = runner._trace(prep, opts, ctx.add_generation_prompt, ctx.datetime, merge)
         return _with_indices(segs, origin)
 
     def _history_form(
         self, prep: Prepared, strict: bool
-    ) -> tuple[Prepared, tuple[int, ...] | None]:
-        """The conversation as the template renders it: ``prep`` itself, or (overridden by
-        templates that write some history differently from the official file, unless
-        ``strict``) another one, with the original index of each of its messages."""
-        return prep, None
+    ) -> tuple[JinjaTemplate, Prepared, tuple[int, ...] | None]:
+        """The template that renders the conversation and the conversation as it renders it:
+        this template and ``prep`` itself, or (overridden by templates that write some history
+        differently from the official file, unless ``strict``) another template or another
+        conversation, with the original index of each of its messages."""
+        return self, prep, None
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
@@ -237,9 +240,9 @@ class JinjaTemplate(Template):
         opts, merge = _template_options(ctx)
         prep = prepare(messages, tools, require_tool_calls=sequence_start)
         if sequence_start:
-            form, origin = self._history_form(prep, ctx.strict_history)
+            runner, form, origin = self._history_form(prep, ctx.strict_history)
             with _original_indices(origin):
-                segs = self._trace(form, opts, ctx.add_generation_prompt, ctx.datetime, merge)
+                segs = runner._trace(form, opts, ctx.add_generation_prompt, ctx.datetime, merge)
             return prep.conv, _with_indices(segs, origin)
         if not prep.conv.messages:
             return prep.conv, []

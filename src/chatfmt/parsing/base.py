@@ -67,7 +67,9 @@ class Emitter:
 
     - whitespace before any other content is content once other content follows (less
       the whitespace the template itself writes before an assistant's text after its
-      generation prompt, see :mod:`.separators`), or at :meth:`end` when the message has
+      generation prompt, as far as the model wrote it, see :mod:`.separators`; parsers
+      hand the emitter that whitespace even where it ends a line of markup, e.g. a
+      metadata line), or at :meth:`end` when the message has
       no tool calls (the whitespace around calls is not content, see :func:`merge_deltas`);
     - whitespace after content is content once more content follows; before the first
       tool call, all but the separator the template itself writes between an assistant's
@@ -141,8 +143,11 @@ class Emitter:
                 return
             text, self._blank, self._texted = self._blank + text, "", True
             sep = self.separators.before_content
-            if sep and text.startswith(sep):
-                text = text[len(sep) :]
+            if sep:  # the template's own (as much of it as the model wrote)
+                k = 0
+                while k < len(sep) and k < len(text) and text[k] == sep[k]:
+                    k += 1
+                text = text[k:]
         elif self._held:
             text, self._held = self._held + text, ""
         body = text.rstrip(WS)

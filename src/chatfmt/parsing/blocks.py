@@ -9,7 +9,7 @@ for their own heads (Mistral ``name{...}``, InternLM2 ``<|plugin|>``, …).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from enum import auto
 from typing import Any, ClassVar
 
@@ -26,9 +26,24 @@ class JsonCall:
     ``defer`` (for formats without a start marker): emit nothing until the name
     is known and the arguments key has been seen; if the object ends or breaks
     before that, ``status`` becomes ``"prose"`` and ``raw`` holds its text.
+
+    ``id_keys``: keys whose string value is the id the model wrote for the call (Mistral's
+    ``{"name", "arguments", "id"}``), kept where ``valid_id`` accepts it. A call's first
+    delta carries its id, so with ``id_keys`` the header waits until the id is read or
+    the object ends (its arguments are held until then; nothing else is).
     """
 
-    __slots__ = ("defer", "index", "obj", "out", "pending", "raw", "status")
+    __slots__ = (
+        "defer",
+        "id_keys",
+        "index",
+        "obj",
+        "out",
+        "pending",
+        "raw",
+        "status",
+        "valid_id",
+    )
 
     def __init__(
         self,
@@ -37,10 +52,14 @@ class JsonCall:
         name_keys: Collection[str] = ("name",),
         args_keys: Collection[str] = ("arguments", "parameters"),
         defer: bool = False,
+        id_keys: Collection[str] = (),
+        valid_id: Callable[[str], bool] | None = None,
     ) -> None:
-        self.obj = CallObject(name_keys, args_keys)
+        self.obj = CallObject(name_keys, args_keys, id_keys)
         self.out = out
         self.defer = defer
+        self.id_keys = id_keys
+        self.valid_id = valid_id
         self.index: int | None = None
         self.pending: list[str] = []
         self.raw: list[str] = []
@@ -48,7 +67,10 @@ class JsonCall:
 
     def _header(self) -> None:
         assert self.obj.name is not None
-        self.index = self.out.start_call(self.obj.name)
+        call_id = self.obj.call_id
+        if call_id is not None and self.valid_id is not None and not self.valid_id(call_id):
+            call_id = None
+        self.index = self.out.start_call(self.obj.name, call_id=call_id)
         for text in self.pending:
             self.out.args(self.index, text)
         self.pending.clear()
@@ -61,11 +83,12 @@ class JsonCall:
                     self.pending.append(value)
                 else:
                     self.out.args(self.index, value)
-            elif kind == "name" or kind == "args_start":
+            elif kind == "name" or kind == "args_start" or kind == "id":
                 if (
                     self.index is None
                     and self.obj.name is not None
                     and (self.obj.args_seen or not self.defer)
+                    and (self.obj.call_id is not None or not self.id_keys)
                 ):
                     self._header()
             elif kind == "done":
@@ -84,6 +107,8 @@ class JsonCall:
                 self.out.check_arguments(self.index)
                 self.status = "done"
             elif kind == "error":
+                if self.index is None and self.obj.name is not None and not self.defer:
+                    self._header()  # it waited for an id (see ``id_keys``)
                 if self.index is None:
                     if self.defer:
                         self.status = "prose"
@@ -136,6 +161,8 @@ class BlockParser(StateMachine, FormatParser):
     ends: ClassVar[Mapping[str, str | None]] = {}
     name_keys: ClassVar[tuple[str, ...]] = ("name",)
     args_keys: ClassVar[tuple[str, ...]] = ("arguments", "parameters")
+    #: Keys of a call object whose value is the id the model wrote (see :class:`JsonCall`).
+    id_keys: ClassVar[tuple[str, ...]] = ()
     #: Stop the block after one call object (no lists or separators).
     single: ClassVar[bool] = False
     #: The marker that ends a code-interpreter call (state ``CODE``, see :meth:`_s_code`).
@@ -234,8 +261,20 @@ class BlockParser(StateMachine, FormatParser):
         self.in_list = False
 
     def start_call(self) -> None:
-        self.call = JsonCall(self.out, name_keys=self.name_keys, args_keys=self.args_keys)
+        self.call = JsonCall(
+            self.out,
+            name_keys=self.name_keys,
+            args_keys=self.args_keys,
+            # a template that writes no ids back: nothing to wait for
+            id_keys=self.id_keys if self.out.separators.call_ids else (),
+            valid_id=self.valid_id,
+        )
         self.state = Block.CALL
+
+    @staticmethod
+    def valid_id(call_id: str) -> bool:
+        """Whether a call id the model wrote is kept (else one is made)."""
+        return True
 
     def feed_raw_args(self) -> str | None:
         """Stream :attr:`raw` on; ``None`` while it needs more text, else ``"done"``/``"failed"``.

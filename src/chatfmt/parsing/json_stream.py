@@ -236,9 +236,10 @@ class CallObject:
 
     ``feed`` returns ``(stop_position, events)`` where events are
     ``("name", str)``, ``("args_start", None)``, ``("args", raw_text)``,
-    ``("args_end", None)``, ``("done", None)`` and ``("error", reason)``.
+    ``("args_end", None)``, ``("id", str)``, ``("done", None)`` and ``("error", reason)``.
     Keys in ``name_keys`` give the tool name (a JSON string); the value of the
-    first key in ``args_keys`` is the arguments, passed through as raw text.
+    first key in ``args_keys`` is the arguments, passed through as raw text; a string
+    value of a key in ``id_keys`` is the call's id (other values of it are ignored).
     """
 
     __slots__ = (
@@ -249,6 +250,8 @@ class CallObject:
         "_value",
         "args_keys",
         "args_seen",
+        "call_id",
+        "id_keys",
         "name",
         "name_keys",
     )
@@ -257,9 +260,12 @@ class CallObject:
         self,
         name_keys: Collection[str] = ("name",),
         args_keys: Collection[str] = ("arguments", "parameters"),
+        id_keys: Collection[str] = (),
     ) -> None:
         self.name_keys = name_keys
         self.args_keys = args_keys
+        self.id_keys = id_keys
+        self.call_id: str | None = None
         self._state = _C_START
         self._keybuf: list[str] = []
         self._key = ""
@@ -304,7 +310,7 @@ class CallObject:
                 if self._role == "args":
                     if pos > start:
                         events.append(("args", text[start:pos]))
-                elif self._role == "name":
+                elif self._role in ("name", "id"):
                     self._keybuf.append(text[start:pos])
                 if scanner.failed:
                     self._error(events, f"invalid JSON in {self._key!r}: {scanner.error}")
@@ -393,6 +399,8 @@ class CallObject:
             self._role = "args"
             self.args_seen = True
             events.append(("args_start", None))
+        elif key in self.id_keys and self.call_id is None:
+            self._role = "id"
         else:
             self._role = "other"
         self._value = JsonScanner()
@@ -410,5 +418,11 @@ class CallObject:
             events.append(("name", value))
         elif self._role == "args":
             events.append(("args_end", None))
+        elif self._role == "id":
+            ok, value = loads_or_none("".join(self._keybuf).strip())
+            self._keybuf.clear()
+            if ok and isinstance(value, str) and value:
+                self.call_id = value
+                events.append(("id", value))
         self._value = None
         self._state = _C_AFTER

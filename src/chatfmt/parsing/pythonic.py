@@ -15,8 +15,8 @@ template itself renders: single-quoted strings with unescaped quotes inside
 dict, ``, ] } :``), raw newlines and NUL characters in strings, JSON
 ``true``/``false``/``null`` and zero-padded integers.
 
-``pythonic`` (aliases ``llama4_pythonic``, ``llama32_pythonic``): a bare list
-anywhere in the text — ``[`` counts only when ``name(`` and ``key=`` or ``)`` follow,
+``pythonic`` (alias ``llama32_pythonic``; Llama 4's ``llama4`` parser, alias
+``llama4_pythonic``, extends it): a bare list anywhere in the text — ``[`` counts only when ``name(`` and ``key=`` or ``)`` follow,
 so ``[1] see …`` stays content — and ``<|python_start|>…<|python_end|>`` blocks.
 ``lfm2``: ``<|tool_call_start|>[…]<|tool_call_end|>`` blocks only; a block may
 also hold JSON call objects (``[{"name": …, "arguments": …}]``).
@@ -313,7 +313,7 @@ class PythonicParser(BlockParser):
     States besides :class:`~.blocks.BlockParser`'s: :class:`Pythonic`.
     """
 
-    states = Pythonic
+    states: ClassVar[type[State] | None] = Pythonic
 
     name = "pythonic"
     special_markers: ClassVar[tuple[str, ...]] = ("<|python_start|>", "<|python_end|>")

@@ -29,8 +29,9 @@ _PROBE_TOOLS = [
         },
     }
 ]
+_PROBE_ID = "call00000"  # 9 alphanumerics: valid for Mistral too
 _PROBE_CALL = {
-    "id": "call00000",  # 9 alphanumerics: valid for Mistral too
+    "id": _PROBE_ID,
     "type": "function",
     "function": {"name": _TOOL, "arguments": '{"a": "b"}'},
 }
@@ -47,6 +48,9 @@ class Separators:
     before_calls: str = ""
     #: Between text that ends in a newline and the first tool call (Reka writes none then).
     before_calls_after_newline: str = ""
+    #: Whether the template writes a call's id back (Mistral's): then a parser keeps the id
+    #: the model wrote, also one that comes after the arguments (see ``BlockParser.id_keys``).
+    call_ids: bool = True
 
     def content_before_calls(self, held: str) -> str:
         """What of the whitespace ``held`` between the text and the first call is content.
@@ -89,11 +93,14 @@ def probe_separators(tpl: Any, options: Mapping[str, Any]) -> Separators:
 
     before = _before_text(render({"role": "assistant", "content": _TEXT}), render(None))
     calls = []
+    ids = False
     for text in (_TEXT, _TEXT + "\n"):
         turn = {"role": "assistant", "content": text, "tool_calls": [_PROBE_CALL]}
-        calls.append(_after_text(render(turn, tools=_PROBE_TOOLS), text))
+        rendered = render(turn, tools=_PROBE_TOOLS)
+        ids = ids or (rendered is not None and _PROBE_ID in rendered)
+        calls.append(_after_text(rendered, text))
     after_newline = calls[1][1:] if calls[1].startswith("\n") else calls[0]
-    return Separators(before, calls[0], after_newline)
+    return Separators(before, calls[0], after_newline, ids)
 
 
 def _before_text(rendered: str | None, prompt: str | None) -> str:

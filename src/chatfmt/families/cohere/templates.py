@@ -786,6 +786,14 @@ NORTH = PackagedTemplate(
     generation=GenerationConfig(session_len=262144, stop_words=(_EOT,)),
     variables={"bos_token": BOS_TOKEN, "eos_token": END_OF_TURN_TOKEN},
     description="Cohere2MoE / North: <|START_THINKING|> prefilled, <|START_TEXT|>, <|START_ACTION|>.",
+    # The official file writes a tool-call turn as plan (reasoning) and calls and drops its
+    # text; the text is written as the model writes an answer, <|START_TEXT|>…<|END_TEXT|>,
+    # after the plan and before <|START_ACTION|> (where the command_r parser reads it).
+    calls_turn_text=(
+        "{%- endif %}<|START_ACTION|>[",
+        "{%- endif %}{%- if message.content is string and message.content | trim -%}"
+        "{{ print_msg(message) }}{%- endif %}<|START_ACTION|>[",
+    ),
 )
 
 TEMPLATES: tuple[Template, ...] = (COMMAND_R, COMMAND_R7B, COMMAND_R7B_TOOL_USE, NORTH)

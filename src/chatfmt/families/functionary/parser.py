@@ -219,6 +219,7 @@ class FunctionaryV32Parser(FunctionTagCalls):
         super().__init__(out, budget, options)
         self.state = _V32.V32_START
         self._arrow = ""  # the ">>>" before the recipient being read ("" when prefilled)
+        self._opening = True  # the recipient line that opens the reply comes next
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
@@ -250,8 +251,13 @@ class FunctionaryV32Parser(FunctionTagCalls):
             self.out.args(index, "")
             self.pos = len(self.buf)
             return False
+        opening, self._opening = self._opening, False
         self.pos = nl + 1
         if recipient == "all":
+            if opening and self.out.separators.before_content:
+                # the line's newline goes to the emitter, which leaves out the template's
+                # own whitespace and keeps the model's (without a template: all markup)
+                self.pos = nl
             self.end_block()
         elif recipient == "python":
             self.state = _V32.V32_PYTHON

@@ -6,13 +6,14 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 from __future__ import annotations
 
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import GEMMA4_FORMAT
-from .parser import Gemma4Parser, Gemma4Reasoning
+from .markers import FUNCTIONGEMMA_FORMAT, GEMMA4_FORMAT
+from .parser import FunctionGemmaParser, Gemma4Parser, Gemma4Reasoning
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
     Gemma4Parser: (),
+    FunctionGemmaParser: (),
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {
@@ -22,6 +23,7 @@ REASONING_PARSERS: ReasoningParsers = {
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
     Gemma4Parser: (GEMMA4_FORMAT,),
+    FunctionGemmaParser: (FUNCTIONGEMMA_FORMAT,),
 }
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "TEMPLATES",
     "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
+    "FunctionGemmaParser",
     "Gemma4Parser",
     "Gemma4Reasoning",
 ]

@@ -29,7 +29,16 @@ from ...parsing.reasoning import Think, ThinkParser
 from ...parsing.special import SpecialTokens
 from ...parsing.states import State
 from ...parsing.xml_values import ArgPart, KeywordArgs, parameter_schema, typed_value
-from .markers import CHANNEL_CLOSE, CHANNEL_OPEN, QUOTE, TOOL_CALL_CLOSE, TOOL_CALL_OPEN
+from .markers import (
+    CHANNEL_CLOSE,
+    CHANNEL_OPEN,
+    END_FUNCTION_CALL,
+    ESCAPE,
+    QUOTE,
+    START_FUNCTION_CALL,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_OPEN,
+)
 
 CALL_START, CALL_END = TOOL_CALL_OPEN, TOOL_CALL_CLOSE
 CHANNEL_START, CHANNEL_END = CHANNEL_OPEN, CHANNEL_CLOSE
@@ -61,14 +70,15 @@ def _ws(s: str, i: int) -> int:
     return i
 
 
-def _read(s: str, i: int) -> tuple[Any, int]:
-    """The value starting at ``s[i]`` (after whitespace) and the position after it."""
+def _read(s: str, i: int, quote: str = QUOTE) -> tuple[Any, int]:
+    """The value starting at ``s[i]`` (after whitespace) and the position after it; strings
+    are between ``quote`` marks (Gemma 4: ``<|"|>``, FunctionGemma: ``<escape>``)."""
     i = _ws(s, i)
-    if s.startswith(QUOTE, i):
-        end = s.find(QUOTE, i + len(QUOTE))
+    if s.startswith(quote, i):
+        end = s.find(quote, i + len(quote))
         if end < 0:
             raise GemmaSyntaxError("unterminated string")
-        return s[i + len(QUOTE) : end], end + len(QUOTE)
+        return s[i + len(quote) : end], end + len(quote)
     if i >= len(s):
         raise GemmaSyntaxError("missing value")
     c = s[i]
@@ -76,8 +86,8 @@ def _read(s: str, i: int) -> tuple[Any, int]:
         obj: dict[str, Any] = {}
         i = _ws(s, i + 1)
         while not s.startswith("}", i):
-            if s.startswith(QUOTE, i):
-                key, i = _read(s, i)
+            if s.startswith(quote, i):
+                key, i = _read(s, i, quote)
             else:
                 m = _BARE_KEY.match(s, i)
                 if m is None:
@@ -86,7 +96,7 @@ def _read(s: str, i: int) -> tuple[Any, int]:
             i = _ws(s, i)
             if not s.startswith(":", i):
                 raise GemmaSyntaxError("missing ':' after a key")
-            obj[key], i = _read(s, i + 1)
+            obj[key], i = _read(s, i + 1, quote)
             i = _ws(s, i)
             if s.startswith(",", i):
                 i = _ws(s, i + 1)
@@ -97,7 +107,7 @@ def _read(s: str, i: int) -> tuple[Any, int]:
         items: list[Any] = []
         i = _ws(s, i + 1)
         while not s.startswith("]", i):
-            item, i = _read(s, i)
+            item, i = _read(s, i, quote)
             items.append(item)
             i = _ws(s, i)
             if s.startswith(",", i):
@@ -119,10 +129,10 @@ def _read(s: str, i: int) -> tuple[Any, int]:
     return token, m.end()  # a bare word: kept as text
 
 
-def gemma_value(text: str) -> Any:
+def gemma_value(text: str, quote: str = QUOTE) -> Any:
     """The JSON value of a complete Gemma 4 literal; :class:`GemmaSyntaxError` if it does not read."""
     try:
-        value, end = _read(text, 0)
+        value, end = _read(text, 0, quote)
     except RecursionError:
         raise GemmaSyntaxError("nested too deeply") from None
     if _ws(text, end) != len(text):
@@ -135,13 +145,20 @@ class Gemma4Args(KeywordArgs):
     ``"done"`` at the closing brace, ``"broken"`` at an end marker inside the arguments,
     ``"failed"`` when the stream ended first."""
 
-    __slots__ = ("_key_len", "_schema", "_string")
+    __slots__ = ("_after_string", "_key_len", "_schema", "_string")
+
+    #: The string quote and the call's end marker.
+    quote: ClassVar[str] = QUOTE
+    call_end: ClassVar[str] = CALL_END
+    #: A key right after a top-level string value starts the next argument (no comma).
+    implicit_comma: ClassVar[bool] = False
 
     def __init__(self, out: Emitter, index: int, schema: Any) -> None:
         super().__init__(out, index)
         self._schema = schema
         self._key_len = 0  # length of the raw text before the current value
         self._string = False
+        self._after_string = False
 
     def _finish_value(self, value_text: str) -> None:
         key = self._key
@@ -149,7 +166,7 @@ class Gemma4Args(KeywordArgs):
         self._key = None
         if not self._failed:
             try:
-                value = gemma_value(value_text)
+                value = gemma_value(value_text, self.quote)
             except GemmaSyntaxError as exc:
                 self._fail(f"argument {key!r} does not read: {exc}")
             else:
@@ -163,6 +180,7 @@ class Gemma4Args(KeywordArgs):
         """Scan ``text[pos:]``; returns where the arguments ended or where more text is needed."""
         n = len(text)
         raw = self._raw
+        quote, call_end = self.quote, self.call_end
         while pos < n and self.status is None:
             if self._state is ArgPart.KEY:
                 c = text[pos]
@@ -179,19 +197,19 @@ class Gemma4Args(KeywordArgs):
                         self.out.check_arguments(self.index)
                     self.status = "done"
                     break
-                if text.startswith(CALL_END, pos):
+                if text.startswith(call_end, pos):
                     self._broken()
                     break
-                if c == "<" and not text.startswith(QUOTE, pos):
+                if c == "<" and not text.startswith(quote, pos):
                     rest = text[pos:]
-                    if not final and (QUOTE.startswith(rest) or CALL_END.startswith(rest)):
+                    if not final and (quote.startswith(rest) or call_end.startswith(rest)):
                         break
                     pos = self._malformed(text, pos, pos + 1)
                     continue
                 if c == "<":
-                    end = text.find(QUOTE, pos + len(QUOTE))
-                    key = text[pos + len(QUOTE) : end] if end >= 0 else ""
-                    colon = _ws(text, end + len(QUOTE)) if end >= 0 else n
+                    end = text.find(quote, pos + len(quote))
+                    key = text[pos + len(quote) : end] if end >= 0 else ""
+                    colon = _ws(text, end + len(quote)) if end >= 0 else n
                 else:
                     m = _BARE_KEY.match(text, pos)
                     if m is None:
@@ -214,18 +232,29 @@ class Gemma4Args(KeywordArgs):
                 continue
             # value
             if self._string:
-                end = text.find(QUOTE, pos)
+                end = text.find(quote, pos)
                 if end < 0:
-                    stop = n - (0 if final else _held_quote(text, pos))
+                    stop = n - (0 if final else _held_quote(text, pos, quote))
                     raw.append(text[pos:stop])
                     if stop == pos:
                         break
                     pos = stop
                     continue
-                raw.append(text[pos : end + len(QUOTE)])
-                pos = end + len(QUOTE)
+                raw.append(text[pos : end + len(quote)])
+                pos = end + len(quote)
                 self._string = False
+                self._after_string = self.implicit_comma and self._depth == 0
                 continue
+            if self._after_string:
+                j = _ws(text, pos)
+                if j >= n and not final:
+                    break
+                self._after_string = False
+                if j < n and text[j] not in ",}" and not text.startswith(call_end, j):
+                    # ``a:<escape>x<escape>b:…``: the string ended the value
+                    self._finish_value("".join(raw)[self._key_len :])
+                    self._state = ArgPart.KEY
+                    continue
             m = _SPECIAL.search(text, pos)
             stop = n if m is None else m.start()
             if stop > pos:
@@ -234,15 +263,15 @@ class Gemma4Args(KeywordArgs):
                 continue
             c = text[pos]
             if c == "<":
-                if text.startswith(QUOTE, pos):
-                    raw.append(QUOTE)
-                    pos += len(QUOTE)
+                if text.startswith(quote, pos):
+                    raw.append(quote)
+                    pos += len(quote)
                     self._string = True
                     continue
-                if text.startswith(CALL_END, pos):
+                if text.startswith(call_end, pos):
                     self._broken()
                     break
-                if not final and (QUOTE.startswith(text[pos:]) or CALL_END.startswith(text[pos:])):
+                if not final and (quote.startswith(text[pos:]) or call_end.startswith(text[pos:])):
                     break
             elif c in "{[":
                 self._depth += 1
@@ -280,10 +309,10 @@ class Gemma4Args(KeywordArgs):
             self.status = "failed"
 
 
-def _held_quote(text: str, start: int) -> int:
+def _held_quote(text: str, start: int, quote: str = QUOTE) -> int:
     n = len(text)
-    for k in range(min(len(QUOTE) - 1, n - start), 0, -1):
-        if QUOTE.startswith(text[n - k :]):
+    for k in range(min(len(quote) - 1, n - start), 0, -1):
+        if quote.startswith(text[n - k :]):
             return k
     return 0
 
@@ -374,9 +403,12 @@ class Gemma4Parser(BlockParser):
         self.state = Block.TEXT
         return True
 
+    #: The arguments scanner (its quote and end marker).
+    args_class: ClassVar[type[Gemma4Args]] = Gemma4Args
+
     def _open_call(self, name: str, at: int) -> None:
         index = self.out.start_call(name)
-        self.args = Gemma4Args(self.out, index, self.out.tool_schema(name))
+        self.args = self.args_class(self.out, index, self.out.tool_schema(name))
         self.pos = at
         self.state = _Gemma4.ARGS
 
@@ -407,7 +439,7 @@ class Gemma4Parser(BlockParser):
         return True
 
     def _s_close(self) -> bool:
-        hit = self.at_marker(CALL_END)
+        hit = self.at_marker(self.end)
         if hit is None:
             return False
         self.end_block()  # without the end marker the text goes on as content
@@ -445,3 +477,30 @@ class Gemma4Reasoning(ThinkParser):
             return False
         self.state = Think.REASONING
         return True
+
+
+class FunctionGemmaArgs(Gemma4Args):
+    """FunctionGemma's arguments: Gemma 4's literals with ``<escape>`` as the string quote; a
+    key right after a string value starts the next argument even without a comma (vLLM's
+    streaming cases write ``city:<escape>NYC<escape>unit:…``)."""
+
+    __slots__ = ()
+
+    quote = ESCAPE
+    call_end = END_FUNCTION_CALL
+    implicit_comma = True
+
+
+class FunctionGemmaParser(Gemma4Parser):
+    """FunctionGemma: ``<start_function_call>call:NAME{key:<escape>text<escape>,n:1}<end_function_call>``.
+
+    The arguments read as Gemma 4's (:class:`FunctionGemmaArgs`); a string value is
+    converted to the type the tool's schema declares (vLLM converts ``<escape>42<escape>``
+    to 42 without a schema; chatfmt keeps it text there). No reasoning channel.
+    """
+
+    name = "functiongemma"
+    special_markers: ClassVar[tuple[str, ...]] = (START_FUNCTION_CALL, END_FUNCTION_CALL)
+    starts: ClassVar[Mapping[str, State]] = {START_FUNCTION_CALL: _Gemma4.HEAD}
+    end = END_FUNCTION_CALL
+    args_class = FunctionGemmaArgs

@@ -12,11 +12,25 @@ from typing import Any, ClassVar
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
 from ...jinja.packaged import PackagedTemplate
-from ...protocol import Conversation, Message
+from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user
-from .markers import BOS, END_OF_TURN, EOS, START_OF_TURN, TOOL_RESPONSE_OPEN, TURN_CLOSE
-from .parser import Gemma4Parser, Gemma4Reasoning
+from .markers import (
+    BOS,
+    END_FUNCTION_CALL,
+    END_FUNCTION_DECLARATION,
+    END_FUNCTION_RESPONSE,
+    END_OF_TURN,
+    EOS,
+    ESCAPE,
+    START_FUNCTION_CALL,
+    START_FUNCTION_DECLARATION,
+    START_FUNCTION_RESPONSE,
+    START_OF_TURN,
+    TOOL_RESPONSE_OPEN,
+    TURN_CLOSE,
+)
+from .parser import FunctionGemmaParser, Gemma4Parser, Gemma4Reasoning
 
 _START = START_OF_TURN
 _END = END_OF_TURN
@@ -200,4 +214,216 @@ GEMMA4_INTERLEAVED = PackagedTemplate(
     description="Gemma 4 with reasoning kept between tool calls (interleaved thinking variant)",
 )
 
-TEMPLATES: tuple[Template, ...] = (GEMMA2, GEMMA3, GEMMA4, GEMMA4_INTERLEAVED)
+#: FunctionGemma's tool section opener (written unless the system text is exactly it).
+FUNCTION_GEMMA_SYSTEM = "You can do function calling with the following functions:"
+
+
+#: Pieces of FunctionGemma text: (text, is markup). Markup is written as control text (it
+#: holds ``<escape>`` and the other special tokens), the rest — names, keys, strings from the
+#: request — as content.
+_Pieces = list[tuple[str, bool]]
+
+
+def _fg_value(value: Any) -> _Pieces:
+    """A value in FunctionGemma's literal syntax: ``<escape>``-quoted strings, bare numbers and
+    booleans, ``{key:value}`` objects with sorted keys, ``[a,b]`` lists."""
+    if isinstance(value, str):
+        return [(ESCAPE, True), (value, False), (ESCAPE, True)]
+    if isinstance(value, Mapping):
+        out: _Pieces = [("{", True)]
+        for k, key in enumerate(sorted(value)):
+            out += [(",", True)] if k else []
+            out += [(str(key), False), (":", True), *_fg_value(value[key])]
+        return [*out, ("}", True)]
+    if isinstance(value, (list, tuple)):
+        out = [("[", True)]
+        for k, item in enumerate(value):
+            out += [(",", True)] if k else []
+            out += _fg_value(item)
+        return [*out, ("]", True)]
+    if isinstance(value, bool):
+        return [("true" if value else "false", False)]
+    if value is None:
+        return [("null", False)]
+    if isinstance(value, float) and value.is_integer():
+        return [(str(int(value)), False)]
+    return [(str(value), False)]
+
+
+def _fg_schema(schema: Mapping[str, Any]) -> _Pieces:
+    """A JSON schema as a declaration writes it: keys sorted, ``type`` values upper-cased, a
+    property's ``description`` always present."""
+    out: _Pieces = [("{", True)]
+    for k, key in enumerate(sorted(schema)):
+        value = schema[key]
+        out += [(",", True)] if k else []
+        out += [(str(key), False), (":", True)]
+        if key == "type" and isinstance(value, str):
+            out += _fg_value(value.upper())
+        elif key == "properties" and isinstance(value, Mapping):
+            out.append(("{", True))
+            for j, name in enumerate(sorted(value)):
+                out += [(",", True)] if j else []
+                prop = value[name]
+                described = {"description": "", **prop} if isinstance(prop, Mapping) else prop
+                out += [(str(name), False), (":", True)]
+                out += _fg_schema(described) if isinstance(described, Mapping) else []
+            out.append(("}", True))
+        elif key in ("items", "additionalProperties") and isinstance(value, Mapping):
+            out += _fg_schema(value)
+        else:
+            out += _fg_value(value)
+    return [*out, ("}", True)]
+
+
+def _fg_declaration(tool: Tool) -> _Pieces:
+    fn = tool.raw.get("function", tool.raw)
+    params = {k: v for k, v in (fn.get("parameters") or {}).items() if v not in ({}, [], None)}
+    out: _Pieces = [
+        (START_FUNCTION_DECLARATION + "declaration:", True),
+        (tool.name, False),
+        ("{description:", True),
+        *_fg_value(fn.get("description") or ""),
+    ]
+    if params:
+        out += [(",parameters:", True), *_fg_schema(params)]
+    return [*out, ("}" + END_FUNCTION_DECLARATION, True)]
+
+
+def _emit(b: SegmentBuilder, pieces: _Pieces, index: int | None, trained: bool = False) -> None:
+    for text, markup in pieces:
+        if markup:
+            b.control(text, index, trained)
+        else:
+            b.content(text, index, trained)
+
+
+class FunctionGemma(Template):
+    """FunctionGemma (Gemma 3 270M tuned for function calling): Gemma turns with a
+    ``developer`` system turn that declares the tools, calls
+    ``<start_function_call>call:NAME{k:<escape>v<escape>}<end_function_call>`` and results
+    ``<start_function_response>response:NAME{<escape>…<escape>}<end_function_response>``
+    right after them, in the model's turn (the model goes on writing after the results).
+
+    No official Jinja file is shipped: built from Ollama's FunctionGemma renderer and its
+    test cases (``model/renderers/functiongemma.go``, ``functiongemma_test.go``), which
+    follow the model card's format; declarations write a tool's parameters with sorted keys.
+    """
+
+    name = "functiongemma"
+    aliases = ("function-gemma",)
+    model_ids = ("google/functiongemma-270m-it",)
+    model_patterns = (r"functiongemma",)
+    description = (
+        "FunctionGemma: <start_of_turn> turns, developer turn with function declarations, "
+        "<start_function_call>call:NAME{…}<end_function_call>."
+    )
+    source = "Ollama's FunctionGemma renderer and its tests (no official file)"
+    supports_tools = True
+    tool_parser_class = FunctionGemmaParser
+    control_tokens = (
+        BOS,
+        EOS,
+        _START,
+        _END,
+        START_FUNCTION_CALL,
+        END_FUNCTION_CALL,
+        START_FUNCTION_DECLARATION,
+        END_FUNCTION_DECLARATION,
+        START_FUNCTION_RESPONSE,
+        END_FUNCTION_RESPONSE,
+        ESCAPE,
+    )
+    generation_config = GenerationConfig(
+        session_len=32768,
+        stop_words=(END_OF_TURN, START_FUNCTION_RESPONSE, EOS),
+        top_k=64,
+        top_p=0.95,
+        temperature=1.0,
+    )
+
+    def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
+        b = ctx.builder()
+        b.control(BOS)
+        msgs = list(conv.messages)
+        system = msgs.pop(0) if msgs and msgs[0].role == "system" else None
+        text = system.text.strip() if system is not None else ""
+        if text or conv.tools:
+            index = system.index if system is not None else None
+            b.control(f"{_START}developer\n", index)
+            if text:
+                b.content(text, index)
+            if conv.tools:
+                if text:
+                    b.control("\n", index)
+                if text != FUNCTION_GEMMA_SYSTEM:
+                    b.control(FUNCTION_GEMMA_SYSTEM)
+                for tool in conv.tools:
+                    _emit(b, _fg_declaration(tool), None)
+            b.control(f"{_END}\n", index)
+        after = ""  # "call": a result is expected next; "result": the model's turn goes on
+        for pos, m in enumerate(msgs):
+            nxt = msgs[pos + 1] if pos + 1 < len(msgs) else None
+            if m.role == "assistant":
+                if after != "result":
+                    b.control(f"{_START}model\n", m.index)
+                after = ""
+                if m.content is None and not m.tool_calls:
+                    raise ValidationError(
+                        "content must be a string", index=m.index, field="content"
+                    )
+                b.content(m.text.strip(), m.index, True)
+                for call in m.tool_calls:
+                    self._call(b, call, m.index)
+                if m.tool_calls and nxt is not None and nxt.role == "tool":
+                    b.control(START_FUNCTION_RESPONSE, m.index, True)
+                    after = "call"
+                else:
+                    b.control(_END, m.index, True)
+                    b.control("\n", m.index)
+            elif m.role == "tool":
+                if after != "call":
+                    b.control(START_FUNCTION_RESPONSE, m.index)
+                b.control(f"response:{self._result_name(msgs, pos)}{{", m.index)
+                b.control(ESCAPE, m.index)
+                b.content(m.text, m.index)
+                b.control(ESCAPE + "}" + END_FUNCTION_RESPONSE, m.index)
+                after = "result"
+            else:
+                role = "user" if m.role == "user" else m.role
+                if after != "result":
+                    b.control(f"{_START}{role}\n", m.index)
+                after = ""
+                b.content(m.text.strip(), m.index)
+                b.control(f"{_END}\n", m.index)
+        if ctx.add_generation_prompt and after != "result":
+            b.control(f"{_START}model\n")
+        return b.segments
+
+    @staticmethod
+    def _call(b: SegmentBuilder, call: ToolCall, index: int) -> None:
+        if not isinstance(call.arguments, Mapping):
+            raise ValidationError(
+                "FunctionGemma writes arguments as an object", index=index, field="tool_calls"
+            )
+        b.control(f"{START_FUNCTION_CALL}call:", index, True)
+        b.content(call.name, index, True)
+        _emit(b, _fg_value(call.arguments), index, True)
+        b.control(END_FUNCTION_CALL, index, True)
+
+    @staticmethod
+    def _result_name(msgs: list[Message], pos: int) -> str:
+        """The name of the call a result answers: the previous assistant's calls, in order."""
+        for j in range(pos - 1, -1, -1):
+            m = msgs[j]
+            if m.role == "assistant" and m.tool_calls:
+                k = sum(1 for r in msgs[j + 1 : pos] if r.role == "tool")
+                return m.tool_calls[k].name if k < len(m.tool_calls) else ""
+            if m.role != "tool":
+                break
+        return ""
+
+
+FUNCTIONGEMMA = FunctionGemma()
+
+TEMPLATES: tuple[Template, ...] = (GEMMA2, GEMMA3, GEMMA4, GEMMA4_INTERLEAVED, FUNCTIONGEMMA)

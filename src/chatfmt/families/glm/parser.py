@@ -63,6 +63,7 @@ class ChatGLM3Parser(BlockParser):
         self.kwargs: KwargsCall | None = None
         self._meta = ""
         self._lstrip = False
+        self._opening = True  # the metadata line that opens the reply comes next
         self._name = ""
         self._index = 0
         self.state = _ChatGLM.META
@@ -76,6 +77,15 @@ class ChatGLM3Parser(BlockParser):
         if end < len(self.buf) and self.buf[end] == "\n":
             meta = m.group(1) or ""
             self._meta = self.buf[self.pos : end + 1]
+            if not meta and self._opening and self.out.separators.before_content:
+                # the reply's first segment is text: its whitespace goes to the emitter,
+                # which leaves out the template's own ("\n " / "\n"), keeps the model's
+                # (without a template it is all markup, as the official parser strips it)
+                self.pos = end
+                self._opening = False
+                self.state = Block.TEXT
+                return True
+            self._opening = False
             self.pos = end + 1
             if not meta:
                 self._lstrip = True
@@ -87,6 +97,7 @@ class ChatGLM3Parser(BlockParser):
                 self._name = meta
                 self.state = _ChatGLM.BODY
             return True
+        self._opening = False
         self.state = Block.TEXT  # no metadata line: plain text
         return True
 
@@ -344,13 +355,11 @@ class GLM45Parser(BlockParser):
             return True
         if self.final:  # the stream ends here, after complete pairs
             rest = self.buf[self.pos :]
-            if self._call_close.startswith(
-                rest
-            ):  # "</tool_c": the call is complete, the cut tag is text
+            if self._call_close.startswith(rest):
+                # "</tool_c": the call is complete and the cut tag its closing markup (Ollama's
+                # TestGLM46ParserFinalizesCompleteToolCallOnDone: it never becomes content)
                 self.pos = len(self.buf)
-                self._close_call()
-                self.out.content(rest)
-                return True
+                return self._close_call()
             if self.key_open.startswith(rest):  # "<arg_k": a further argument was cut off
                 return self._broken("truncated")
         return self._broken()
@@ -435,17 +444,14 @@ class GLM45Parser(BlockParser):
 
     def _cut_in_value_end(self) -> bool:
         """At the end of the stream: a value followed by a cut ``</arg_value>`` (at least ``</``)
-        is complete — the call is closed and the cut tag released as text."""
+        is complete — the call is closed; the cut tag is its closing markup, not content."""
         end, marker, _ = self.end_set(self.value_close).split(self.buf, self.pos, self.real)
         if marker is not None or not self.buf.startswith("</", end):
             return False
         self._parts.append(self.buf[self.pos : end])
-        rest = self.buf[end:]
         self.pos = len(self.buf)
         self._pair()
-        self._close_call()
-        self.out.content(rest)
-        return True
+        return self._close_call()
 
     def _pair(self) -> None:
         """Emit the collected value of ``self._key`` as the next JSON member."""

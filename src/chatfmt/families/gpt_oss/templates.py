@@ -10,7 +10,10 @@ as a TypeScript-like ``namespace functions``. Assistant replies are on the
 ends with that reply (training) and dropped otherwise; a tool call is
 ``<|start|>assistant to=functions.NAME<|channel|>commentary json<|message|>{args}<|call|>``
 preceded by its analysis (its text or reasoning) unless a later final reply
-exists, and the tool's answer comes from ``functions.NAME`` as a JSON string.
+exists, and the tool's answer comes from ``functions.NAME`` as a JSON string. Once a later
+final reply exists, the text of a tool-call message (which the official file drops with the
+analysis) is the call's commentary-channel preamble, as openai-harmony renders it
+(``strict_history=True`` refuses it instead).
 
 Refused (the official template would drop them silently): a system message after
 the first message, more than one tool call in a message, code-interpreter calls.
@@ -25,7 +28,7 @@ from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
-from ...template import RenderContext, Template
+from ...template import RenderContext, Template, text_beside_calls
 from ..chatml.markers import ENDOFTEXT
 from ..chatml.render import require_messages, require_text, tojson
 from .markers import CALL, CHANNEL, CONSTRAIN, END, MESSAGE, RETURN, START
@@ -41,6 +44,7 @@ _FUNCTIONS_NOTE = "\nCalls to these tools must go to the commentary channel: 'fu
 _ASSISTANT = START + "assistant"
 _FINAL = CHANNEL + "final" + MESSAGE
 _ANALYSIS = CHANNEL + "analysis" + MESSAGE
+_COMMENTARY = CHANNEL + "commentary" + MESSAGE
 _FORBIDDEN = (_ANALYSIS, _FINAL)
 
 _BROWSER = (
@@ -407,6 +411,13 @@ class GptOssTemplate(Template):
             if analysis and not later_final:
                 b.control(_ANALYSIS, i, True)
                 b.content(analysis, i, True)
+                b.control(END + _ASSISTANT, i, True)
+            elif later_final and text_beside_calls(self.name, m, ctx, dropped="content"):
+                # The official file drops the text once a final reply follows (as all
+                # analysis); Harmony's place for text beside a call is a commentary-channel
+                # preamble, which stays: written as openai-harmony renders one.
+                b.control(_COMMENTARY, i, True)
+                b.content(m.text, i, True)
                 b.control(END + _ASSISTANT, i, True)
             b.control(" to=functions.", i, True)
             b.content(call.name, i, True)

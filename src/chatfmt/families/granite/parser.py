@@ -1,5 +1,6 @@
-"""Granite (``<|tool_call|>[…]`` and ``<tool_call>{…}</tool_call>``; Granite 3 thinking
-``<think>…</think><response>…</response>``) and Phi-4 (``functools[…]``)."""
+"""Granite (``<|tool_call|>[…]`` and ``<tool_call>{…}</tool_call>``; Granite 3.3 thinking
+``<think>…</think><response>…</response>``, Granite 3.2 thinking ``Here is my thought
+process: … Here is my response: …``) and Phi-4 (``functools[…]``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,15 @@ from ...parsing.blocks import Block, BlockParser
 from ...parsing.markers import marker_set
 from ...parsing.reasoning import Think, ThinkParser
 from ...parsing.states import State
-from .markers import RESPONSE, RESPONSE_CLOSE, TOOL_CALL, TOOL_CALL_CLOSE, TOOL_CALL_TOKEN
+from .markers import (
+    MY_RESPONSE,
+    RESPONSE,
+    RESPONSE_CLOSE,
+    THOUGHT_PROCESS,
+    TOOL_CALL,
+    TOOL_CALL_CLOSE,
+    TOOL_CALL_TOKEN,
+)
 
 
 class GraniteParser(BlockParser):
@@ -40,13 +49,18 @@ class _GraniteThink(State):
 
 
 class GraniteThinkParser(ThinkParser):
-    """Granite 3.x thinking (``thinking=True``): ``<think>reasoning</think><response>answer</response>``.
+    """Granite 3.x thinking (``thinking=True``).
 
-    The ``<response>`` wrapper is markup: its answer goes to the tool parser
-    (content and calls), the tags and the whitespace just inside them are dropped.
-    Text after ``</response>`` stays content (with the whitespace before it). A
-    truncated answer (no ``</response>``) is the answer so far; a tag cut off at
-    the end is text.
+    Granite 3.3: ``<think>reasoning</think><response>answer</response>``. The
+    ``<response>`` wrapper is markup: its answer goes to the tool parser (content and
+    calls), the tags and the whitespace just inside them are dropped. Text after
+    ``</response>`` stays content (with the whitespace before it). A truncated answer
+    (no ``</response>``) is the answer so far; a tag cut off at the end is text.
+
+    Granite 3.2 (vLLM's ``granite`` reasoning parser): ``Here is my thought process:``
+    at the start of the output opens the reasoning, ``Here is my response:`` ends it
+    (also the ``Here's …`` forms); the phrases and the whitespace around them are markup.
+    Without the closing phrase, everything after the opening one is reasoning.
     """
 
     states = _GraniteThink
@@ -60,6 +74,7 @@ class GraniteThinkParser(ThinkParser):
     openers: ClassVar[tuple[tuple[str, State], ...]] = (
         *ThinkParser.openers,
         (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
+        *((phrase, Think.REASONING) for phrase in THOUGHT_PROCESS),
     )
     after_openers: ClassVar[tuple[tuple[str, State], ...]] = (
         (_RESPONSE, _GraniteThink.RESPONSE_LEAD),
@@ -69,6 +84,15 @@ class GraniteThinkParser(ThinkParser):
         super().__init__(*args, **kwargs)
         self._response_end = marker_set((_RESPONSE_END,), frozenset(self.special_markers))
         self._answer_ws = ""  # held trailing whitespace of the answer
+
+    def _s_start(self) -> bool:
+        """As :class:`ThinkParser`; a Granite 3.2 opening phrase is closed by its phrases."""
+        went = super()._s_start()
+        if self.state is Think.REASONING and any(
+            self.buf.endswith(phrase, 0, self.pos) for phrase in THOUGHT_PROCESS
+        ):
+            self._close = marker_set(MY_RESPONSE, frozenset(self.special_markers))
+        return went
 
     def _s_response_lead(self) -> bool:
         if not self.skip_ws() and not self.final:

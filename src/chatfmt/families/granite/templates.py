@@ -98,19 +98,17 @@ class Granite3(Template):
     """
 
     name = "granite3"
-    aliases = ("granite-3", "granite3.3", "granite-3.3", "granite3.2", "granite3.1")
-    model_ids = (
+    aliases: tuple[str, ...] = ("granite-3", "granite3.3", "granite-3.3", "granite3.1")
+    model_ids: tuple[str, ...] = (
         "ibm-granite/granite-3.3-2b-instruct",
         "ibm-granite/granite-3.3-8b-instruct",
-        "ibm-granite/granite-3.2-2b-instruct",
-        "ibm-granite/granite-3.2-8b-instruct",
         "ibm-granite/granite-3.1-2b-instruct",
         "ibm-granite/granite-3.1-8b-instruct",
     )
-    model_patterns = (r"granite-?3(\.\d)?-\d+b-instruct", r"granite-?3")
+    model_patterns: tuple[str, ...] = (r"granite-?3(\.\d)?-\d+b-instruct", r"granite-?3")
     description = "Granite 3.x: <|start_of_role|>role<|end_of_role|>…<|end_of_text|>; <|tool_call|> JSON list."
     source = "official Jinja: ibm-granite-granite-3.3-2B-Instruct.jinja"
-    official_templates = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
+    official_templates: tuple[str, ...] = ("ibm-granite-granite-3.3-2B-Instruct.jinja",)
     supports_tools = True
     tool_parser_class = GraniteParser
     #: ``thinking=True`` output: ``<think>…</think><response>…</response>``.
@@ -127,6 +125,8 @@ class Granite3(Template):
         top_p=1.0,
         temperature=0.0,
     )
+    #: The role of the turn that lists the tools.
+    tools_role: ClassVar[str] = "available_tools"
 
     def _default_system(self, conv: Conversation, ctx: RenderContext) -> str:
         docs = _documents(ctx)
@@ -166,9 +166,18 @@ class Granite3(Template):
         else:
             b.control(self._default_system(conv, ctx) + _EOT + "\n")
         if conv.tools:
-            b.control(_SOR + "available_tools" + _EOR)
+            b.control(_SOR + self.tools_role + _EOR)
             b.content(_tojson(_raw_tools(conv), indent=4))
             b.control(_EOT + "\n")
+        self._render_documents(b, ctx)
+        for m in msgs:
+            self._render_message(b, m, ctx)
+        if ctx.add_generation_prompt and msgs:
+            controls = _controls(ctx)
+            b.control(_SOR + "assistant" + (" " + _tojson(controls) if controls else "") + _EOR)
+        return b.segments
+
+    def _render_documents(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         for k, doc in enumerate(_documents(ctx)):
             if not isinstance(doc, Mapping):
                 raise ValidationError(
@@ -179,12 +188,6 @@ class Granite3(Template):
             b.control('"}' + _EOR + "\n")
             b.content(_jinja_str(doc.get("text", "")))
             b.control(_EOT + "\n")
-        for m in msgs:
-            self._render_message(b, m, ctx)
-        if ctx.add_generation_prompt and msgs:
-            controls = _controls(ctx)
-            b.control(_SOR + "assistant" + (" " + _tojson(controls) if controls else "") + _EOR)
-        return b.segments
 
     def _render_message(self, b: SegmentBuilder, m: Message, ctx: RenderContext) -> None:
         trained = m.role == "assistant"
@@ -202,6 +205,97 @@ class Granite3(Template):
             b.content(m.text, m.index, trained)
         b.control(_EOT, m.index, trained)
         b.control("\n", m.index)
+
+
+_G32_TOOLS = (
+    " You are a helpful AI assistant with access to the following tools. When a tool is required "
+    "to answer the user's query, respond with <|tool_call|> followed by a JSON list of tools used. "
+    "If a tool does not exist in the provided list of tools, notify the user that you do not have "
+    "the ability to fulfill the request."
+)
+_G32_DOCS = (
+    " Write the response to the user's input by strictly aligning with the facts in the provided "
+    "documents. If the information needed to answer the question is not available in the "
+    "documents, inform the user that the question cannot be answered based on the available data."
+)
+_G32_THINKING = _G3_THINKING.replace(
+    "Write your thoughts between <think></think> and write your response between "
+    "<response></response>",
+    "Write your thoughts after 'Here is my thought process:' and write your response after "
+    "'Here is my response:'",
+)
+_G32_CITATIONS = (
+    "\n\nIn your response, use the symbols <co> and </co> to indicate when a fact comes from a "
+    "document in the search result, e.g <co>0</co> for a fact from document 0. Afterwards, list "
+    "all the citations with their corresponding documents in an ordered list."
+)
+_G32_HALLUCINATIONS = (
+    "\n\nFinally, after the response is written, include a numbered list of sentences from the "
+    "response that are potentially hallucinated and not based in the documents."
+)
+
+
+class Granite32(Granite3):
+    """Granite 3.2 instruct: Granite 3's turns, with its own system prompts — ``thinking=True``
+    asks for ``Here is my thought process: … Here is my response: …`` (read by the
+    ``granite`` reasoning parser, as vLLM's) — a ``tools`` turn and one ``documents`` turn.
+
+    Byte-identical to the official template (the chat template of the model's GGUF,
+    ``ibm-granite-granite-3.2-8b-instruct.jinja``); tool calls as :class:`Granite3`.
+    """
+
+    name = "granite3.2"
+    aliases = ("granite-3.2",)
+    model_ids = (
+        "ibm-granite/granite-3.2-2b-instruct",
+        "ibm-granite/granite-3.2-8b-instruct",
+    )
+    model_patterns = (r"granite-?3\.2-\d+b-instruct",)
+    description = (
+        "Granite 3.2: <|start_of_role|>role<|end_of_role|>…<|end_of_text|>; <|tool_call|> JSON "
+        "list; thinking as 'Here is my thought process:' … 'Here is my response:'."
+    )
+    source = "official Jinja: ibm-granite-granite-3.2-8b-instruct.jinja (the GGUF's template)"
+    official_templates = ("ibm-granite-granite-3.2-8b-instruct.jinja",)
+    tools_role = "tools"
+
+    def _default_system(self, conv: Conversation, ctx: RenderContext) -> str:
+        docs = _documents(ctx)
+        controls = _controls(ctx)
+        text = (
+            "Knowledge Cutoff Date: April 2024.\nToday's Date: "
+            + ctx.now.strftime("%B %d, %Y")
+            + ".\nYou are Granite, developed by IBM."
+        )
+        if conv.tools and docs:
+            text += _G32_TOOLS + "\n\n" + _G32_DOCS[1:]
+        elif conv.tools:
+            text += _G32_TOOLS
+        elif docs:
+            text += _G32_DOCS
+        elif ctx.option("thinking"):
+            text += _G32_THINKING
+        else:
+            text += " You are a helpful AI assistant."
+        if "citations" in controls and docs:
+            text += _G32_CITATIONS
+        if "hallucinations" in controls and docs:
+            text += _G32_HALLUCINATIONS
+        return text
+
+    def _render_documents(self, b: SegmentBuilder, ctx: RenderContext) -> None:
+        docs = _documents(ctx)
+        if not docs:
+            return
+        b.control(_SOR + "documents" + _EOR)
+        for k, doc in enumerate(docs):
+            if not isinstance(doc, Mapping):
+                raise ValidationError("must be an object with text", field=f"documents[{k}]")
+            b.control(f"Document {k}\n")
+            b.content(_jinja_str(doc.get("text", "")))
+            if k < len(docs) - 1:
+                b.control("\n\n")
+        b.control(_EOT + "\n")
 
 
 def _jinja_str(value: Any) -> str:
@@ -346,8 +440,9 @@ class Granite41(Granite4):
 
 
 GRANITE3 = Granite3()
+GRANITE32 = Granite32()
 GRANITE4 = Granite4()
 GRANITE41 = Granite41()
 
 #: This module's templates, added to the registry in this order (see chatfmt.families).
-TEMPLATES: tuple[Template, ...] = (GRANITE3, GRANITE4, GRANITE41)
+TEMPLATES: tuple[Template, ...] = (GRANITE3, GRANITE32, GRANITE4, GRANITE41)

@@ -14,6 +14,7 @@ pass ``bos_token=""`` when the tokenizer adds BOS itself.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -23,6 +24,7 @@ from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
 from ..chatml.markers import IM_END, IM_START
+from .lagent import LAGENT_0_2_4_API_PREFIX, LAGENT_0_2_4_PARAMETER_DESCRIPTION
 from .markers import ACTION_END, ACTION_START, BOS, EOA, EOH, EOS, INTERPRETER, PLUGIN
 from .parser import InternLM2Parser
 
@@ -39,15 +41,18 @@ INTERPRETER_PROMPT = (
     "- File operations and data import (handling CSV, JSON, etc. formats)"
 )
 
-#: lagent ``internlm2_agent.META_INS`` (its Internlm2Protocol default meta prompt).
-LAGENT_META_INS = (
+#: The meta prompt the InternLM2 seed prints for lagent's ``internlm2_agent.META_INS`` (seed
+#: 003, the API docs of a lagent release before 0.2.4). lagent 0.2.4 ships another text:
+#: :data:`.lagent.LAGENT_0_2_4_META_CN` (without the English sentence).
+SEED_META_INS = (
     "You are InternLM, a large language model trained by PJLab. Answer as concisely as possible. "
     "当开启工具以及代码时，根据需求选择合适的工具进行调用"
 )
 
-#: lagent ``INTERPRETER_CN`` as printed in seed 003 (lagent's API docs). lagent's
-#: source writes some of these commas/colons full-width (，：); pass your own text if needed.
-LAGENT_INTERPRETER_CN = (
+#: The code-interpreter prompt the InternLM2 seed prints for lagent's ``INTERPRETER_CN``
+#: (seed 003). lagent 0.2.4's ``INTERPRETER_CN`` is another text altogether
+#: (:data:`.lagent.LAGENT_0_2_4_INTERPRETER_CN`).
+SEED_INTERPRETER_CN = (
     "你现在可以通过如下格式向 Jupyter Notebook 发送并执行代码:\n"
     "<|action_start|><|interpreter|>```python\n\n代码\n\n```\n\n"
     "当遇到以下问题时,请使用上述格式调用 Jupyter Notebook 去解决,并根据执行结果做出友好的回复:\n"
@@ -56,18 +61,44 @@ LAGENT_INTERPRETER_CN = (
     "3. 数学相关的问题。当遇到数学问题时,你需要分析题目,并给出代码去解决这个题目"
 )
 
-#: lagent ``PLUGIN_CN`` as printed in seed 003: a ``str.format`` string with ``{prompt}``.
-LAGENT_PLUGIN_CN = (
+#: The plugin prompt the InternLM2 seed prints for lagent's ``PLUGIN_CN`` (seed 003): a
+#: ``str.format`` string with ``{prompt}``. lagent 0.2.4's has no usage lines and full-width
+#: punctuation (:data:`.lagent.LAGENT_0_2_4_PLUGIN_CN`).
+SEED_PLUGIN_CN = (
     "你可以使用如下工具:\n{prompt}\n当你需要使用工具时,你可以使用如下格式:\n"
     '<|action_start|><|plugin|>{{"name": "工具名称", "parameters": {{参数}}}}\n'
     "如果你已经获得足够信息,请直接给出答案. 避免不必要的工具调用! 同时注意你可以使用的工具,不要随意捏造!"
 )
 
-#: lagent ``API_PREFIX`` (a ``str.format`` string with ``{tool_name}`` and ``{description}``).
-LAGENT_API_PREFIX = (
+#: The tool-description head the InternLM2 seed prints for lagent's ``API_PREFIX`` (seed
+#: 003; a ``str.format`` string with ``{tool_name}`` and ``{description}``). lagent 0.2.4's
+#: ends ``is: \n`` (:data:`.lagent.LAGENT_0_2_4_API_PREFIX`).
+SEED_API_PREFIX = (
     "This is the subfunction for tool '{tool_name}', you can use this tool. "
     "The description of this function is:\n{description}"
 )
+
+#: Old names of the ``SEED_*`` texts (deprecated: they are the seed's printout, not lagent's).
+_DEPRECATED = {
+    "LAGENT_META_INS": "SEED_META_INS",
+    "LAGENT_INTERPRETER_CN": "SEED_INTERPRETER_CN",
+    "LAGENT_PLUGIN_CN": "SEED_PLUGIN_CN",
+    "LAGENT_API_PREFIX": "SEED_API_PREFIX",
+}
+
+
+def __getattr__(name: str) -> Any:
+    new = _DEPRECATED.get(name)
+    if new is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"{name} is deprecated: it is the InternLM2 seed's text, now {new}; lagent 0.2.4's "
+        "own texts are in chatfmt.families.internlm.lagent",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
+
 
 #: Default system prompt of LMDeploy's InternLM templates (v1 ``meta_instruction``).
 INTERNLM_META_INSTRUCTION = (
@@ -113,14 +144,54 @@ def seed_json(value: Any, *, indent: int = 4, width: int = 88) -> str:
 
 
 def tools_json(functions: list[Any], style: str) -> str:
-    """Serialize tool definitions: ``seed`` (seed layout), ``indent4`` or ``compact``."""
+    """Serialize tool definitions: ``seed`` (seed layout), ``indent4``, ``compact`` or
+    ``lagent`` (as lagent 0.2.4's ``Internlm2Protocol`` describes its tools)."""
     if style == "seed":
         return seed_json(functions)
     if style == "indent4":
         return json.dumps(functions, ensure_ascii=False, indent=4)
     if style == "compact":
         return json.dumps(functions, ensure_ascii=False)
-    raise TemplateError(f"tools_json must be 'seed', 'indent4' or 'compact', got {style!r}")
+    if style == "lagent":
+        described = [lagent_description(f) for f in functions]
+        return json.dumps(described, ensure_ascii=False, indent=4)
+    raise TemplateError(
+        f"tools_json must be 'seed', 'indent4', 'compact' or 'lagent', got {style!r}"
+    )
+
+
+#: lagent's parameter types (from Python annotations) for JSON-schema types.
+_LAGENT_TYPES = {"integer": "NUMBER", "number": "FLOAT", "boolean": "BOOLEAN", "array": "Array"}
+
+
+def lagent_description(function: Mapping[str, Any]) -> dict[str, Any]:
+    """An OpenAI ``function`` object as lagent 0.2.4's ``Internlm2Protocol`` describes a tool:
+    ``API_PREFIX`` before the description (the tool name before a dot is the toolkit's),
+    only the required parameters, each as ``{"name", "type", "description"}``."""
+    name = str(function.get("name", ""))
+    schema = function.get("parameters") or {}
+    props = schema.get("properties") or {}
+    required = [str(k) for k in schema.get("required") or ()]
+    params = []
+    for key in required:
+        prop = props.get(key) or {}
+        kind = prop.get("type")
+        params.append(
+            {
+                "name": key,
+                "type": _LAGENT_TYPES.get(kind, "STRING") if isinstance(kind, str) else "STRING",
+                "description": str(prop.get("description", "")),
+            }
+        )
+    return {
+        "name": name,
+        "description": LAGENT_0_2_4_API_PREFIX.format(
+            tool_name=name.split(".")[0], description=function.get("description", "")
+        ),
+        "parameters": params,
+        "required": required,
+        "parameter_description": LAGENT_0_2_4_PARAMETER_DESCRIPTION,
+    }
 
 
 def function_objects(tools: tuple[Tool, ...]) -> list[Any]:
@@ -140,8 +211,41 @@ def _call_kind(call: ToolCall) -> str:
 
 
 def _plugin_call_text(call: ToolCall) -> str:
+    """``{"name": …, "parameters": …}`` with the arguments as written, the object around them
+    laid out as they are (a model writes one layout for the whole call: what it wrote renders
+    back byte for byte; JSON's default layout when the arguments show none)."""
+    item, key = json_separators(call.arguments_json) or (", ", ": ")
     name = json.dumps(call.name, ensure_ascii=False)
-    return '{"name": ' + name + ', "parameters": ' + call.arguments_json + "}"
+    return "{" + f'"name"{key}{name}{item}"parameters"{key}' + call.arguments_json + "}"
+
+
+def json_separators(text: str) -> tuple[str, str] | None:
+    """The ``(item, key)`` separators of one-line JSON ``text`` as :func:`json.dumps` takes
+    them: ``(", ", ": ")`` or ``(",", ":")``; ``None`` when the text shows neither (no key,
+    whitespace of its own, or a mix)."""
+    seps: set[tuple[str, str]] = set()
+    in_string = escaped = False
+    for i, c in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif c == "\\":
+                escaped = True
+            elif c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "\n":
+            return None
+        elif c in ",:":
+            spaced = text[i + 1 : i + 2] == " "
+            seps.add((c, " " if spaced else ""))
+    keys = {after for c, after in seps if c == ":"}
+    items = {after for c, after in seps if c == ","}
+    if len(keys) != 1 or len(items) > 1 or (items and items != keys):
+        return None
+    after = keys.pop()
+    return "," + after, ":" + after
 
 
 class InternLM2Template(Template):
@@ -154,8 +258,11 @@ class InternLM2Template(Template):
     answer (by ``tool_call_id``, else the latest call).
 
     Action endings follow the seed: a plugin action is ``…<|action_end|>`` directly
-    followed by ``<|im_end|>``; an interpreter action ends ``<|action_end|>\\n``
-    (as in the seed's interpreter example, lagent's protocol and LMDeploy's tests).
+    followed by ``<|im_end|>`` (as LMDeploy writes it; ``plugin_newline=True`` adds the
+    newline lagent 0.2.4 writes there); an interpreter action ends ``<|action_end|>\\n``
+    (as in the seed's interpreter example, lagent's protocol and LMDeploy's tests). A plugin
+    call's JSON keeps the arguments as written and lays the object around them out the same
+    way, so a parsed reply renders back as the model wrote it.
     """
 
     name = "internlm2"
@@ -200,6 +307,7 @@ class InternLM2Template(Template):
         "interpreter_prompt": INTERPRETER_PROMPT,
         "plugin_prompt": "{prompt}\n",
         "tools_json": "seed",
+        "plugin_newline": False,
     }
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -210,11 +318,12 @@ class InternLM2Template(Template):
         while lead < len(msgs) and msgs[lead].role == "system":
             lead += 1
         kinds = _result_kinds(msgs)
+        newline = bool(ctx.option("plugin_newline"))
         for m in msgs[:lead]:
-            self._message(b, m, kinds)
+            self._message(b, m, kinds, newline)
         self._tool_turns(b, conv, ctx)
         for m in msgs[lead:]:
-            self._message(b, m, kinds)
+            self._message(b, m, kinds, newline)
         if ctx.add_generation_prompt:
             b.control(f"{_IM_START}assistant\n")
         return b.segments
@@ -233,7 +342,9 @@ class InternLM2Template(Template):
         b.content(text)
         b.control(f"{after}{_IM_END}\n")
 
-    def _message(self, b: SegmentBuilder, m: Message, kinds: dict[int, str]) -> None:
+    def _message(
+        self, b: SegmentBuilder, m: Message, kinds: dict[int, str], plugin_newline: bool
+    ) -> None:
         i = m.index
         if m.role == "system":
             sub = _SUB_NAMES.get(m.name or "")
@@ -272,6 +383,8 @@ class InternLM2Template(Template):
                     b.control(f"{_ACTION_START}{_PLUGIN}\n", i, trained=True)
                     b.content(_plugin_call_text(call), i, trained=True)
                     b.control(_ACTION_END, i, trained=True)
+                    if plugin_newline:
+                        b.control("\n", i, trained=True)
             b.control(_IM_END, i, trained=True)
             b.control("\n", i)
 

@@ -5,12 +5,10 @@ Its templates, parsers and control tokens (``markers``); listed in :data:`chatfm
 
 from __future__ import annotations
 
-from ...template import Template
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import JAMBA_FORMAT
 from .parser import JambaParser
-
-#: Jamba has no built-in template (its official Jinja template is served as is).
-TEMPLATES: tuple[Template, ...] = ()
+from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
@@ -18,11 +16,15 @@ TOOL_PARSERS: ToolParsers = {
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    JambaParser: (JAMBA_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "JambaParser",
-    "Template",
 ]

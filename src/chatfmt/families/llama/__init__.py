@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from ...parsing.pythonic import PythonicParser
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import LLAMA3_JSON_FORMAT
-from .parser import Llama3JsonParser
+from .markers import LLAMA3_JSON_FORMAT, LLAMA4_JSON_FORMAT, LLAMA4_PYTHONIC_FORMAT
+from .parser import Llama3JsonParser, Llama4Parser
 from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
     Llama3JsonParser: ("llama3", "llama3.1", "llama3.2", "llama4_json", "llama"),
-    PythonicParser: ("llama4_pythonic", "llama32_pythonic"),
+    PythonicParser: ("llama32_pythonic",),
+    Llama4Parser: ("llama4_pythonic",),
 }
 #: Reasoning parsers of the family, each with its extra names.
 REASONING_PARSERS: ReasoningParsers = {}
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
     Llama3JsonParser: (LLAMA3_JSON_FORMAT,),
+    Llama4Parser: (LLAMA4_PYTHONIC_FORMAT, LLAMA4_JSON_FORMAT),
 }
 
 __all__ = [
@@ -29,5 +31,6 @@ __all__ = [
     "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Llama3JsonParser",
+    "Llama4Parser",
     "PythonicParser",
 ]

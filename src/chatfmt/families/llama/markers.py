@@ -12,6 +12,11 @@ EOM_ID = "<|eom_id|>"
 EOS = "</s>"
 EOT_ID = "<|eot_id|>"
 FINETUNE_RIGHT_PAD_ID = "<|finetune_right_pad_id|>"
+#: Llama 4's turn markers.
+HEADER_START = "<|header_start|>"
+HEADER_END = "<|header_end|>"
+EOT = "<|eot|>"
+EOM = "<|eom|>"
 INST = "[INST]"
 INST_CLOSE = "[/INST]"
 PYTHON_TAG = "<|python_tag|>"
@@ -21,3 +26,9 @@ SYS_OPEN = "<<SYS>>"
 
 #: Llama 3.1 / 3.2 JSON calls: a bare ``{"name": …, "parameters": …}`` object.
 LLAMA3_JSON_FORMAT = ToolCallFormat("llama3_json", "bare_json_call", args_key="parameters")
+#: Llama 4: pythonic call lists (what the peers read), and the form its official template
+#: writes past calls in — ``<|python_start|>text<|python_end|>`` then JSON objects.
+LLAMA4_PYTHONIC_FORMAT = ToolCallFormat("llama4_pythonic", "pythonic")
+LLAMA4_JSON_FORMAT = ToolCallFormat(
+    "llama4_json", "json_call", call_begin="<|python_start|><|python_end|>", args_key="parameters"
+)

@@ -14,8 +14,10 @@ from collections.abc import Mapping
 from enum import auto
 from typing import Any, ClassVar
 
+from ...parsing.base import WS
 from ...parsing.blocks import Block, CodeBody, JsonCall
 from ...parsing.literals import KwargsCall
+from ...parsing.pythonic import Pythonic, PythonicParser
 from ...parsing.states import State
 from ..functionary.parser import FUNC_OPEN, FunctionTag, FunctionTagCalls
 from .markers import EOM_ID, PYTHON_TAG
@@ -105,4 +107,74 @@ class Llama3JsonParser(FunctionTagCalls):
         self.kwargs = None
         self.block_calls += 1
         self.state = Block.GAP  # then <|eom_id|> ends the block
+        return True
+
+
+class _Llama4(State):
+    """States of :class:`Llama4Parser` beyond :class:`~.pythonic.Pythonic`."""
+
+    PY_TEXT = auto()  # text in a ``<|python_start|>`` block that is not a call
+
+
+class Llama4Parser(PythonicParser):
+    """Llama 4: pythonic calls as the peers read them (``[f(a=1)]``, bare or in
+    ``<|python_start|>…<|python_end|>``; vLLM's ``llama4_pythonic``) and the form the official
+    template writes past calls in: ``<|python_start|>TEXT<|python_end|>`` (the turn's text,
+    markers as markup) followed by ``{"name": …, "parameters": …}`` JSON objects.
+
+    A bare JSON object is a call only when a name and ``parameters``/``arguments`` follow
+    (else prose), as in ``llama3_json``.
+    """
+
+    states = _Llama4
+
+    name = "llama4"
+    starts: ClassVar[Mapping[str, State]] = {
+        **PythonicParser.starts,
+        "{": Block.GAP,
+    }
+
+    def enter(self, marker: str) -> None:
+        super().enter(marker)
+        if marker == "{":
+            self.pos -= 1  # the object starts at the brace
+            self.cur_end = None
+
+    def _s_gap(self) -> bool:
+        if not self.cur_end and not self.block_calls:
+            self.call = JsonCall(
+                self.out, name_keys=self.name_keys, args_keys=self.args_keys, defer=True
+            )
+            self.state = Block.CALL
+            return True
+        return super()._s_gap()
+
+    def _s_py_block(self) -> bool:
+        """As :class:`PythonicParser`; whitespace before text that is not a call stays content."""
+        start = self.pos
+        at = len(self.buf) - len(self.buf[start:].lstrip(WS))
+        if at == len(self.buf) and not self.final:
+            return False
+        self.pos = at
+        stepped = super()._s_py_block()
+        if self.state is _Llama4.PY_TEXT or (not stepped and self.state is Pythonic.PY_BLOCK):
+            self.pos = start
+        return stepped
+
+    def _not_calls(self) -> None:
+        if self.cur_end and not self.block_calls:
+            self.state = _Llama4.PY_TEXT  # the template's wrapper of the turn's text
+            return
+        super()._not_calls()
+
+    def _s_py_text(self) -> bool:
+        assert self.cur_end is not None
+        end, marker, resume = self.end_set(self.cur_end).split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        self.out.content(self.buf[self.pos : end])
+        self.pos = resume
+        if marker is None:
+            return False
+        self.end_block()
         return True

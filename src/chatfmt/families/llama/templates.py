@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...jinja.inputs import Prepared
+from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, refuse_system_without_user, text_beside_calls
@@ -24,8 +26,10 @@ from .markers import (
     BOS,
     END_HEADER_ID,
     END_OF_TEXT,
+    EOM,
     EOM_ID,
     EOS,
+    EOT,
     EOT_ID,
     FINETUNE_RIGHT_PAD_ID,
     INST,
@@ -35,7 +39,7 @@ from .markers import (
     SYS_CLOSE,
     SYS_OPEN,
 )
-from .parser import Llama3JsonParser
+from .parser import Llama3JsonParser, Llama4Parser
 
 ALTERNATE = "Conversation roles must alternate user/assistant/user/assistant/..."
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -464,5 +468,61 @@ LLAMA31 = Llama31Template()
 LLAMA32 = Llama32Template()
 LLAMA33 = Llama33Template()
 
+
 #: This module's templates, added to the registry in this order (see chatfmt.families).
-TEMPLATES: tuple[Template, ...] = (LLAMA2, LLAMA2_SEED, LLAMA3, LLAMA31, LLAMA32, LLAMA33)
+#: Llama 4 Scout / Maverick: the official Jinja (the chat template of the models' GGUF, the
+#: same for both). Calls are read as the peers read them (vLLM's ``llama4_pythonic``):
+#: ``[f(a=1)]``, bare or in ``<|python_start|>``, and in the form the template itself writes
+#: past calls in (``<|python_start|>text<|python_end|>{"name": …, "parameters": …}``).
+class Llama4Template(PackagedTemplate):
+    """Llama 4's official Jinja, with its one refusal that names no message made to name the
+    conversation: tools go into the first user message (``tools_in_user_message``, the
+    default), so tools without any message after the system prompt are refused up front."""
+
+    def _render_plain(
+        self,
+        prep: Prepared,
+        opts: Mapping[str, Any],
+        add_gen: bool,
+        when: _dt.datetime,
+        merge: bool,
+    ) -> Any:
+        conv = prep.conv
+        if conv.tools and opts.get("tools_in_user_message", True):
+            msgs = conv.messages
+            if not msgs[1 if msgs and msgs[0].role == "system" else 0 :]:
+                raise ValidationError(
+                    "Cannot put tools in the first user message when there's no first user "
+                    "message! (pass tools_in_user_message=False, or add a user message)",
+                    field="messages",
+                )
+        return super()._render_plain(prep, opts, add_gen, when, merge)
+
+
+LLAMA4 = Llama4Template(
+    "meta-llama-Llama-4-Scout-17B-16E-Instruct.jinja",
+    name="llama4",
+    aliases=("llama-4",),
+    model_ids=(
+        "meta-llama/Llama-4-Scout-17B-16E-Instruct",
+        "meta-llama/Llama-4-Scout-17B-16E",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+        "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8",
+        "meta-llama/Llama-4-Maverick-17B-128E",
+    ),
+    model_patterns=(r"llama-4-(scout|maverick)",),
+    tool_parser=Llama4Parser,
+    generation=GenerationConfig(stop_words=(EOT, EOM), session_len=1048576),
+    variables={"bos_token": BEGIN_OF_TEXT, "eos_token": EOT},
+    description="Llama 4: <|header_start|>role<|header_end|>…<|eot|>; pythonic tool calls.",
+)
+
+TEMPLATES: tuple[Template, ...] = (
+    LLAMA2,
+    LLAMA2_SEED,
+    LLAMA3,
+    LLAMA31,
+    LLAMA32,
+    LLAMA33,
+    LLAMA4,
+)

@@ -29,6 +29,16 @@ MINIMAX_M1 = PackagedTemplate(
         stop_words=(END_OF_SENTENCE,), temperature=1.0, top_p=0.95, session_len=1_000_000
     ),
     description="MiniMax-M1 (official Jinja; <tool_calls> JSON lines, <think> reasoning)",
+    # The official file writes a message's calls and drops its text; the model writes its
+    # text first, then a newline and <tool_calls>, as it follows </think> (MiniMax-M1's
+    # function-call guide).
+    calls_turn_text=(
+        "{{ '<beginning_of_sentence>ai name=assistant\\n<tool_calls>\\n' -}}",
+        "{{ '<beginning_of_sentence>ai name=assistant\\n' -}}\n"
+        "{%- if message.content is string and message.content | trim %}"
+        "{{ message.content + '\\n' -}}{%- endif %}\n"
+        "{{ '<tool_calls>\\n' -}}",
+    ),
 )
 
 MINIMAX_M2 = PackagedTemplate(

@@ -34,6 +34,13 @@ class MistralParser(BlockParser):
     name = "mistral"
     special_markers = (TOOL_CALLS, ARGS, CALL_ID)
     starts: ClassVar[Mapping[str, State]] = {TOOL_CALLS: _Mistral.HEAD}
+    #: v3's call objects end with the id the model wrote: ``{"name", "arguments", "id"}``.
+    id_keys = ("id",)
+
+    @staticmethod
+    def valid_id(call_id: str) -> bool:
+        """Mistral's ids are 9 ASCII letters or digits (its templates refuse others)."""
+        return len(call_id) == 9 and call_id.isascii() and call_id.isalnum()
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -90,7 +97,8 @@ class MistralParser(BlockParser):
             if not self.final:
                 return False
             end = len(self.buf)
-        self._call_id = self.buf[self.pos : end].strip() or None
+        call_id = self.buf[self.pos : end].strip()
+        self._call_id = call_id if self.valid_id(call_id) else None
         self.pos = end
         self.state = _Mistral.ARGS_HEAD
         return True

@@ -643,6 +643,31 @@ MINISTRAL3_REASONING = PackagedTemplate(
     description="Ministral 3 Reasoning: [SYSTEM_PROMPT], [THINK]…[/THINK], [TOOL_CALLS]name[ARGS]….",
 )
 
+#: Magistral (Small 2506/2507/2509, Medium): the format of Ministral 3 Reasoning —
+#: ``[SYSTEM_PROMPT]``, ``[THINK]…[/THINK]``, ``[TOOL_CALLS]name[ARGS]{…}`` — without its
+#: default system prompt: Magistral's model cards ship their own (``SYSTEM_PROMPT.txt``) for
+#: the caller to pass. Built from Ministral 3 Reasoning's official Jinja (its default system
+#: message set to ''), as no Magistral chat template is in the reference set.
+MAGISTRAL = PackagedTemplate(
+    "magistral.jinja",
+    name="magistral",
+    aliases=("magistral-small", "magistral-medium"),
+    model_ids=(
+        "mistralai/Magistral-Small-2509",
+        "mistralai/Magistral-Small-2507",
+        "mistralai/Magistral-Small-2506",
+        "mistralai/Magistral-Medium-2509",
+        "mistralai/Magistral-Medium-2507",
+        "mistralai/Magistral-Medium-2506",
+    ),
+    model_patterns=(r"magistral-(small|medium)",),
+    tool_parser=MistralParser,
+    reasoning_parser=MistralThinkParser,
+    generation=GenerationConfig(session_len=131072, stop_words=(EOS,), top_p=0.95, temperature=0.7),
+    variables={"bos_token": BOS, "eos_token": EOS},
+    description="Magistral: [SYSTEM_PROMPT], [THINK]…[/THINK] reasoning, [TOOL_CALLS]name[ARGS]….",
+)
+
 #: This module's templates, added to the registry in this order (see chatfmt.families).
 TEMPLATES: tuple[Template, ...] = (
     MISTRAL_V1,
@@ -651,4 +676,5 @@ TEMPLATES: tuple[Template, ...] = (
     MISTRAL_V7,
     DEVSTRAL,
     MINISTRAL3_REASONING,
+    MAGISTRAL,
 )
