@@ -145,6 +145,10 @@ class BackendTimeoutError(BackendConnectionError):
     """The backend was reached but sent no data within the read timeout."""
 
 
+class BackendUnavailableError(BackendConnectionError):
+    """No engine is available: every backend of a pool is out or failed the request."""
+
+
 class BackendHTTPError(BackendError):
     """The backend answered with an HTTP error status (``status``; ``body`` is its text, cut)."""
 

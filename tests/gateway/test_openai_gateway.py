@@ -460,7 +460,7 @@ def test_invalid_json_and_unsupported_fields_are_400(url: str, client: Any) -> N
     bad = httpx.post(url + "/v1/chat/completions", content=b"{nope", headers=headers)
     assert bad.status_code == 400 and "not valid JSON" in bad.json()["error"]["message"]
     with pytest.raises(openai.BadRequestError) as n:
-        client.chat.completions.create(model="qwen", messages=ASK, n=2)
+        client.chat.completions.create(model="qwen", messages=ASK, n=0)
     assert n.value.body["param"] == "n"
     with pytest.raises(openai.BadRequestError) as kwargs:
         client.chat.completions.create(

@@ -193,6 +193,10 @@ class Backend(abc.ABC):
         """
         raise UnsupportedFeatureError(f"{type(self).__name__} cannot detokenize")
 
+    async def ping(self) -> None:  # noqa: B027  (optional hook: nothing to check by default)
+        """Raise a :class:`~chatfmt.errors.BackendError` if the engine does not answer (a
+        cheap request, for health probes; by default there is nothing to check)."""
+
     async def aclose(self) -> None:  # noqa: B027  (optional hook: nothing to release by default)
         """Release the connections held by the backend; it stays usable (a later request
         opens new ones). The blocking agent calls it when its private event loop ends."""

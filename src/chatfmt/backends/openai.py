@@ -228,6 +228,13 @@ class OpenAICompletionsBackend(Backend):
             await _raise_for_status(resp, url)
             return await _json(resp, url)
 
+    async def ping(self) -> None:
+        """``GET /models`` answers (what every engine serves at once)."""
+        url = self.base_url + "/models"
+        async with self._transport(url), self._client().get(url, timeout=_PROBE_TIMEOUT) as resp:
+            await _raise_for_status(resp, url)
+            await resp.read()
+
     def _emulates_lazy(self, kind: EngineKind, request: CompletionRequest) -> bool:
         """Whether ``request``'s lazy constraint is run by chatfmt (:mod:`.lazy`) on ``kind``."""
         constraint = request.constraint

@@ -34,11 +34,13 @@ def load_tool(spec: str) -> Callable[..., Any]:
     return fn
 
 
-def _backend(url: str | None, model: str | None, model_path: Path | None) -> Any:
-    if url is not None:
+def _backend(urls: list[str] | None, model: str | None, model_path: Path | None) -> Any:
+    if urls:
         from ..backends.openai import OpenAICompletionsBackend
+        from ..backends.pool import PoolBackend
 
-        return OpenAICompletionsBackend(url, model=model)
+        engines = [OpenAICompletionsBackend(url, model=model) for url in urls]
+        return engines[0] if len(engines) == 1 else PoolBackend(engines)
     from ..backends.llamacpp import LlamaCppBackend
 
     return LlamaCppBackend(model_path)
@@ -113,9 +115,11 @@ def chat_cmd(
         typer.Option("--template", "-t", help="Template (default: the model's own)."),
     ] = None,
     backend_url: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
-            "--backend", help="OpenAI-compatible base URL ending in /v1 (default: embedded model)."
+            "--backend",
+            help="OpenAI-compatible base URL ending in /v1 (default: embedded model); repeat "
+            "it for several engines of the same model.",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Model name on the server.")] = None,

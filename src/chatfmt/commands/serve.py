@@ -26,7 +26,7 @@ _WORKER_CONFIG = "CHATFMT_SERVE_WORKER_CONFIG"
 
 def _specs(
     config: Path | None,
-    backend: str,
+    backend: str | tuple[str, ...],
     template: str | None,
     tokenizer: str | None,
     model_name: str | None,
@@ -122,11 +122,13 @@ def worker_app() -> Any:
 
 def serve_cmd(
     backend: Annotated[
-        str,
+        list[str] | None,
         typer.Option(
-            "--backend", help="OpenAI-compatible completions URL ending in /v1, or 'embedded'."
+            "--backend",
+            help="OpenAI-compatible completions URL ending in /v1, or 'embedded'; repeat it "
+            "for one model served by several engines (a pool).",
         ),
-    ] = "embedded",
+    ] = None,
     template: Annotated[
         str | None,
         typer.Option(
@@ -218,8 +220,9 @@ def serve_cmd(
         ),
     ] = False,
 ) -> None:
-    """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses) and Anthropic's Messages
-    API (/v1/messages) over a completions backend, and the playground page at /."""
+    """Serve OpenAI's chat API (/v1/chat/completions, /v1/responses, /v1/completions) and
+    Anthropic's Messages API (/v1/messages) over a completions backend (or several engines:
+    --backend repeated), and the playground page at /."""
     try:
         import uvicorn
     except ImportError:
@@ -234,7 +237,8 @@ def serve_cmd(
         tool_format,
         tool_parser,
     )
-    if config is not None and (any(per_model) or backend != "embedded" or backend_kind != "auto"):
+    backends = tuple(backend or ["embedded"])
+    if config is not None and (any(per_model) or backend or backend_kind != "auto"):
         raise fail(
             "--config describes the models: leave out --backend, --backend-kind, --template, "
             "--tokenizer, --model-name, --backend-model, --model-path, --tool-format and "
@@ -244,7 +248,7 @@ def serve_cmd(
     try:
         specs, limits = _specs(
             config,
-            backend,
+            backends[0] if len(backends) == 1 else backends,
             template,
             tokenizer,
             model_name,

@@ -23,11 +23,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..errors import ChatFmtError
-from . import anthropic, anthropic_wire, metrics, openai_chat, responses, tokenize
+from . import anthropic, anthropic_wire, completions, metrics, openai_chat, responses, tokenize
 from .anthropic_schema import CountTokensBody, MessagesBody
 from .anthropic_schema import parse_body as parse_anthropic_body
 from .anthropic_schema import unsupported as anthropic_unsupported
 from .chat import Prepared, check_length, completion_request, prepare, prompt_tokens
+from .choices import Choices
 from .errors import APIError
 from .events import Last
 from .generation import Generation
@@ -230,6 +231,7 @@ class Gateway:
         guarded = self.guarded
         routes = [
             Route("/v1/chat/completions", guarded(self.chat_completions), methods=["POST"]),
+            Route("/v1/completions", guarded(self.completions), methods=["POST"]),
             Route("/v1/responses", guarded(self.create_response), methods=["POST"]),
             Route("/v1/responses/{response_id}", guarded(self.stored_response), methods=["GET"]),
             Route("/v1/responses/{response_id}", guarded(self.delete_response), methods=["DELETE"]),
@@ -337,12 +339,31 @@ class Gateway:
         if refused is not None:
             raise refused
         chat = openai_chat.chat_request(body)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        if chat.n > 1:
+            choices = self.choices(chat)
+            if not body.stream:
+                return JSONResponse(await openai_chat.complete_choices(choices))
+            await choices.start()
+            return EventStream(openai_chat.choice_events(choices, include_usage), choices.aclose)
         generation = self.generation(chat)
         if not body.stream:
             return JSONResponse(await openai_chat.complete(generation))
-        include_usage = bool(body.stream_options and body.stream_options.include_usage)
         await generation.start()
         return EventStream(openai_chat.events(generation, include_usage), generation.aclose)
+
+    async def completions(self, request: Request) -> Response:
+        """``POST /v1/completions``: the prompt passed through to the model's backend."""
+        body = parse_body(completions.CompletionsBody, await self.read_body(request))
+        entry = self.entry_for(body.model)
+        refused = completions.unsupported(body)
+        if refused is not None:
+            raise refused
+        raw = completions.RawCompletion(body, entry)
+        if not body.stream:
+            return JSONResponse(await raw.whole())
+        await raw.start()
+        return EventStream(raw.events(), raw.aclose)
 
     async def create_response(self, request: Request) -> Response:
         """``POST /v1/responses``: the body as a chat request, then the same pipeline."""
@@ -435,9 +456,19 @@ class Gateway:
     def generation(self, chat: ChatRequest) -> Generation:
         """The pipeline every API shares: the request validated, rendered, length-checked,
         and its generation ready to start."""
+        prepared = self._prepared(chat)
+        return Generation(prepared, completion_request(prepared, chat))
+
+    def choices(self, chat: ChatRequest) -> Choices:
+        """:meth:`generation` for ``chat.n`` replies: the prompt rendered once, ``n``
+        generations (see :mod:`.choices`)."""
+        prepared = self._prepared(chat)
+        return Choices.of(prepared, completion_request(prepared, chat), chat.n)
+
+    def _prepared(self, chat: ChatRequest) -> Prepared:
         prepared = prepare(self.entry_for(chat.model), chat, self.limits)
         check_length(prepared, self.limits)
-        return Generation(prepared, completion_request(prepared, chat))
+        return prepared
 
     async def render(self, request: Request) -> Response:
         """``POST /v1/render``: the prompt of a chat request (or the playground's view of a

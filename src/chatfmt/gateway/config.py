@@ -3,7 +3,7 @@
 A config file maps model names to a backend, a template and an optional tokenizer::
 
     [models.qwen]
-    backend = "http://127.0.0.1:8001/v1"   # or "embedded"
+    backend = "http://127.0.0.1:8001/v1"   # or "embedded", or several URLs (a pool)
     template = "qwen2.5"                   # default: the server's model id / the GGUF's own
     tool_format = "hermes"                 # optional: for a template without one ("none": no pairing)
     tool_parser = "pythonic"               # optional: read tool calls with this parser instead
@@ -36,11 +36,12 @@ EMBEDDED = "embedded"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One served model before anything is loaded (``backend`` is a URL or ``"embedded"``;
+    """One served model before anything is loaded (``backend`` is a URL, several URLs — one
+    model served by several engines, see :mod:`chatfmt.backends.pool` — or ``"embedded"``;
     an empty ``name`` means the template's name)."""
 
     name: str
-    backend: str = EMBEDDED
+    backend: str | tuple[str, ...] = EMBEDDED
     template: str | None = None
     tokenizer: str | None = None
     backend_model: str | None = None
@@ -55,6 +56,17 @@ class ModelSpec:
     backend_kind: str = "auto"  # the engine's dialect (see chatfmt.backends.dialects)
     #: render history as the official template does, or refuse it (docs/rendering.md)
     strict_history: bool = False
+
+    def __post_init__(self) -> None:
+        backend = self.backend
+        if not isinstance(backend, str):  # a list (from TOML or JSON): a tuple, one URL: a str
+            urls = tuple(backend)
+            object.__setattr__(self, "backend", urls[0] if len(urls) == 1 else urls)
+
+    @property
+    def backend_urls(self) -> tuple[str, ...]:
+        """The backend URLs (one for a single engine; ``("embedded",)`` for the embedded model)."""
+        return (self.backend,) if isinstance(self.backend, str) else self.backend
 
     def __repr__(self) -> str:  # never show the backend's key
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -116,7 +128,12 @@ def _spec(path: Path, name: str, table: Any) -> ModelSpec:
             f"(known: {', '.join(sorted(_MODEL_KEYS))})"
         )
     for key, value in table.items():
-        if key in _BOOL_KEYS:
+        if key == "backend" and isinstance(value, list):
+            if not value or not all(isinstance(v, str) and v for v in value):
+                raise ChatFmtError(f"{where}.backend: must be a URL or a non-empty list of URLs")
+            if EMBEDDED in value and len(value) > 1:
+                raise ChatFmtError(f"{where}.backend: a pool of backends takes URLs, not embedded")
+        elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ChatFmtError(f"{where}.{key}: must be true or false")
         elif not isinstance(value, str) or not value:
@@ -184,6 +201,9 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
     from ..tool_format import resolve_tool_format, with_tool_parser
 
     backend: Backend
+    urls = spec.backend_urls
+    if EMBEDDED in urls and len(urls) > 1:
+        raise ChatFmtError(f"model {spec.name!r}: a pool of backends takes URLs, not embedded")
     if spec.backend == EMBEDDED:
         from ..backends.llamacpp import LlamaCppBackend
 
@@ -192,12 +212,16 @@ async def build_model(spec: ModelSpec) -> ModelEntry:
         template = get_template(spec.template or embedded.model_path)
     else:
         from ..backends.openai import OpenAICompletionsBackend
+        from ..backends.pool import PoolBackend
 
-        remote = OpenAICompletionsBackend(
-            spec.backend,
-            model=spec.backend_model,
-            api_key=spec.backend_api_key,
-            kind=spec.backend_kind,
+        engines = [
+            OpenAICompletionsBackend(
+                url, model=spec.backend_model, api_key=spec.backend_api_key, kind=spec.backend_kind
+            )
+            for url in urls
+        ]
+        remote: OpenAICompletionsBackend | PoolBackend = (
+            engines[0] if len(engines) == 1 else PoolBackend(engines)
         )
         backend = remote
         if spec.template is not None:

@@ -8,6 +8,7 @@ from ..errors import (
     BackendConnectionError,
     BackendError,
     BackendTimeoutError,
+    BackendUnavailableError,
     ChatFmtError,
     TemplateRenderError,
     ValidationError,
@@ -57,13 +58,17 @@ def api_error(exc: ChatFmtError) -> APIError:
     """The client's view of a chatfmt error.
 
     Bad input → 400 naming the field; an unreachable backend or one that timed out
-    → 502, one that timed out (``BackendTimeoutError``) → 504; any other
-    backend failure → 502. Backend messages name the URL and the failure, never its API key
+    → 502, one that timed out (``BackendTimeoutError``) → 504, no engine of a pool available
+    (``BackendUnavailableError``) → 503; any other backend failure → 502. Backend messages name the URL and the failure, never its API key
     (the key travels in a header only).
     """
     if isinstance(exc, BackendTimeoutError):
         return APIError(
             504, f"the backend timed out: {exc}", type="api_error", code="backend_timeout"
+        )
+    if isinstance(exc, BackendUnavailableError):
+        return APIError(
+            503, f"no backend is available: {exc}", type="api_error", code="backend_unavailable"
         )
     if isinstance(exc, BackendConnectionError):
         return APIError(

@@ -15,7 +15,13 @@ from typing import Any
 
 from ..backends.base import CompletionRequest, Usage
 from ..constraints import check_reply
-from ..errors import BackendError, ChatFmtError
+from ..errors import (
+    BackendConnectionError,
+    BackendError,
+    BackendProtocolError,
+    BackendTimeoutError,
+    ChatFmtError,
+)
 from ..parsing import Delta, merge_deltas
 from ..parsing.openai_wire import message_dict
 from ..turn import ParsedTurn
@@ -42,18 +48,22 @@ class Generation:
     """
 
     def __init__(self, prepared: Prepared, request: CompletionRequest) -> None:
-        chat = prepared.chat
         self.prepared = prepared
         self.request = request
+        self.max_calls = prepared.chat.max_calls
+        self._begin()
+
+    def _begin(self) -> None:
+        """A new turn: the backend request not sent yet, nothing parsed."""
+        chat = self.prepared.chat
         self.turn = ParsedTurn.for_template(
             chat.entry.backend,
-            request,
+            self.request,
             chat.entry.template,
             tools=chat.tools,
             options=chat.options,
-            prefill=prepared.prefill,
+            prefill=self.prepared.prefill,
         )
-        self.max_calls = chat.max_calls
         #: Every delta so far, kept when the reply is checked at the end (else ``None``).
         self.kept: list[Delta] | None = [] if chat.checked else None
         self.turn.kept = self.kept
@@ -92,12 +102,28 @@ class Generation:
 
     async def run(self) -> list[Delta]:
         """The whole reply's deltas (:meth:`start` and :meth:`batches`); backend errors
-        are :class:`APIError` s, and so is an invalid reply (see :func:`reply_error`)."""
+        are :class:`APIError` s, and so is an invalid reply (see :func:`reply_error`).
+
+        Nothing has been answered yet, so a reply that breaks off midway (the engine died
+        or dropped the connection) is generated once more from the start — by another
+        engine of a pool — before it is an error.
+        """
         await self.start()
         deltas: list[Delta] = []
         try:
-            async for batch in self.batches():
-                deltas.extend(batch)
+            for retry in (True, False):
+                try:
+                    async for batch in self.batches():
+                        deltas.extend(batch)
+                    break
+                except (BackendConnectionError, BackendProtocolError) as exc:
+                    if not retry or isinstance(exc, BackendTimeoutError):
+                        raise
+                    log.info("the backend broke off a whole reply, generating it again: %s", exc)
+                    await self.aclose()
+                    self._begin()
+                    deltas = []
+                    await self.start()
         except ChatFmtError as exc:
             raise api_error(exc) from None
         finally:

@@ -9,6 +9,7 @@ from typing import Any
 from ..backends.base import Usage
 from ..errors import ChatFmtError
 from . import wire
+from .choices import Choices
 from .errors import api_error
 from .events import Last
 from .generation import Generation
@@ -66,6 +67,49 @@ async def complete(generation: Generation) -> dict[str, Any]:
         generation.finish_reason,
         _usage(generation.usage()),
     )
+
+
+async def complete_choices(choices: Choices) -> dict[str, Any]:
+    """A whole ``chat.completion`` object of ``n`` choices (an :class:`APIError` if a reply
+    is invalid, naming its choice)."""
+    replies = await choices.run()
+    gens = choices.generations
+    return wire.chat_completion_n(
+        gens[0].prepared.entry.name,
+        [(g.message(d), g.finish_reason) for g, d in zip(gens, replies, strict=True)],
+        _usage(choices.usage()),
+    )
+
+
+async def choice_events(choices: Choices, include_usage: bool) -> AsyncGenerator[bytes, None]:
+    """The ``chat.completion.chunk`` events of ``n`` started choices, interleaved as the
+    backend sends them (each chunk names its choice's ``index``; each choice ends with its
+    own finish reason). An invalid reply or a failure ends the stream with one error event."""
+    gens = choices.generations
+    chunks = wire.ChunkWriter(gens[0].prepared.entry.name)
+    max_calls = gens[0].max_calls
+    wire_delta = wire.wire_delta
+    try:
+        for index in range(len(gens)):
+            yield chunks.start(index)
+        async for index, batch in choices.batches():
+            if batch is None:  # choice `index` has ended
+                invalid = choices.problem(index)
+                if invalid is not None:
+                    yield wire.sse(invalid.body())
+                    return
+                yield chunks.delta({}, gens[index].finish_reason, index)
+                continue
+            for delta in batch:
+                if (out := wire_delta(delta, max_calls)) is not None:
+                    yield chunks.delta(out, index=index)
+        if include_usage:
+            yield chunks.usage(_usage(choices.usage()))
+        yield wire.DONE
+    except ChatFmtError as exc:
+        yield wire.sse(api_error(exc).body())
+    finally:
+        await choices.aclose()
 
 
 async def events(generation: Generation, include_usage: bool) -> AsyncGenerator[bytes, None]:

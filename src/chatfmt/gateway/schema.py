@@ -86,7 +86,7 @@ class ChatBody(RenderBody):
     top_k: int | None = Field(default=None, ge=0)
     repetition_penalty: float | None = Field(default=None, gt=0)
     seed: int | None = None
-    n: int | None = 1
+    n: int | None = Field(default=1, ge=1, le=128)
     stream: bool | None = False
     stream_options: StreamOptions | None = None
     response_format: ResponseFormat | None = None
@@ -100,8 +100,6 @@ class ChatBody(RenderBody):
 
 def unsupported(body: ChatBody) -> APIError | None:
     """A 400 for a field the gateway cannot honour (never silently ignored)."""
-    if body.n not in (None, 1):
-        return APIError(400, "only n=1 is supported", param="n", code="unsupported_value")
     if body.logprobs or body.top_logprobs:
         return APIError(
             400, "logprobs are not supported", param="logprobs", code="unsupported_value"

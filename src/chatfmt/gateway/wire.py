@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .. import fastjson
@@ -53,13 +53,23 @@ def chat_completion(
     usage: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """A whole ``chat.completion`` object (``usage`` left out when unknown)."""
+    return chat_completion_n(model, [(message, finish_reason)], usage)
+
+
+def chat_completion_n(
+    model: str,
+    replies: Sequence[tuple[dict[str, Any], str | None]],
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """A whole ``chat.completion`` object of several choices (message, finish reason)."""
     response: dict[str, Any] = {
         "id": completion_id(),
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+            {"index": i, "message": message, "finish_reason": finish, "logprobs": None}
+            for i, (message, finish) in enumerate(replies)
         ],
     }
     if usage is not None:
@@ -98,16 +108,19 @@ class ChunkWriter:
         )
         self._after = b',"logprobs":null,"finish_reason":null}]}\n\n'
 
-    def delta(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
-        """One chunk carrying ``delta`` (and the finish reason of the last one)."""
-        if finish_reason is None:
+    def delta(
+        self, delta: dict[str, Any], finish_reason: str | None = None, index: int = 0
+    ) -> bytes:
+        """One chunk carrying ``delta`` of choice ``index`` (and the finish reason of its
+        last one)."""
+        if finish_reason is None and index == 0:  # most chunks: the head is encoded once
             return self._before + fastjson.dumps(delta) + self._after
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
         return sse({**self.head, "choices": [choice]})
 
-    def start(self) -> bytes:
-        """The first chunk: the assistant role."""
-        return self.delta({"role": "assistant", "content": ""})
+    def start(self, index: int = 0) -> bytes:
+        """The first chunk of choice ``index``: the assistant role."""
+        return self.delta({"role": "assistant", "content": ""}, index=index)
 
     def usage(self, usage: dict[str, int] | None) -> bytes:
         """The usage chunk (``stream_options.include_usage``): no choices."""
