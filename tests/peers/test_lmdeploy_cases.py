@@ -113,7 +113,8 @@ OUT_OF_SCOPE: dict[str, str] = {
     "internvl2-internlm2": _VL,
     "internvl2-phi3": _VL,
     "internvl2_5": _VL,
-    "llama4": _VL + " (Llama 4 is natively multimodal); not implemented in chatfmt",
+    "llama4": "no LMDeploy case records Llama 4's output; the name resolves to chatfmt's "
+    "text-only llama4 template (Llama 4 is natively multimodal: image placeholders are not rendered)",
     "llava-chatml": _VL,
     "llava-v1": _VL,
     "minicpm3": "MiniCPM3 is not implemented in chatfmt",
@@ -130,6 +131,7 @@ OUT_OF_SCOPE: dict[str, str] = {
 #: Out-of-scope names chatfmt still resolves (through a model-name pattern), and to what.
 OUT_OF_SCOPE_RESOLVES = {
     "gpt-oss": "gpt-oss",  # the name resolves to chatfmt's official Harmony template
+    "llama4": "llama4",
     "internvl-phi3": "phi3",  # chatfmt's phi3 pattern 'phi-?3' matches the name
     "internvl2-phi3": "phi3",
 }

@@ -109,10 +109,13 @@ def tool_markers(template: Template) -> tuple[str, ...]:
         [user, _PROBE_CALL],
         [user],
     ]
-    tool_turns = {n: {1, 2} if len(run) > 2 else {1} for n, run in enumerate(tool_runs)}
+    # the tool turns of each run; in the last one (no call) the tool definitions may be
+    # written into the user's turn, so every message of it counts
+    tool_turns: list[set[int] | None] = [{1, 2}, {1, 2}, {1}, None]
     markers: set[str] = set()
     for text, message, n in _control_texts(template, tool_runs, tools=_PROBE_TOOLS):
-        if message is not None and message not in tool_turns[n]:
+        turns = tool_turns[n]
+        if message is not None and turns is not None and message not in turns:
             continue
         for known in sorted(plain, key=len, reverse=True):
             if known.strip():

@@ -162,6 +162,13 @@ class Emitter:
             self._after_call = False
             self._content(text)
 
+    def close_text(self) -> None:
+        """The text's own end marker was read (a Harmony message's ``<|end|>``): whitespace
+        held after it is the model's content, whatever follows."""
+        if self._held:
+            self._release(self._held)
+            self._held = ""
+
     def end(self) -> None:
         """End of stream: held whitespace is content unless it is next to tool calls."""
         if self._blank and not self.calls:

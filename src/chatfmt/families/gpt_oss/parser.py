@@ -218,6 +218,8 @@ class HarmonyParser(StateMachine, FormatParser):
             self.out.content(text)
         if marker is None:
             return False
+        if marker == END:  # a text message ended: its trailing whitespace is its own
+            self.out.close_text()
         self._after_body(marker)
         return True
 
