@@ -44,6 +44,7 @@ class FakeCompletionsServer:
         #: When set, the reply to each request (its JSON body), instead of ``replies`` in order.
         self.reply_for: Callable[[dict[str, Any]], str] | None = None
         self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
+        self.sends_usage = True  # False: no usage at all (llama-cpp-python's server streams none)
 
     @property
     def base_url(self) -> str:
@@ -101,9 +102,10 @@ class FakeCompletionsServer:
             usage["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
         if not body.get("stream"):
             choice = {"index": 0, "text": text, "finish_reason": finish}
-            return web.json_response(
-                {"object": "text_completion", "choices": [choice], "usage": usage}
-            )
+            whole: dict[str, Any] = {"object": "text_completion", "choices": [choice]}
+            if self.sends_usage:
+                whole["usage"] = usage
+            return web.json_response(whole)
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
@@ -135,7 +137,7 @@ class FakeCompletionsServer:
             return resp
         last = {"index": 0, "text": "", "finish_reason": finish, "stop_reason": word}
         await send({"choices": [last]})
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if self.sends_usage and (body.get("stream_options") or {}).get("include_usage"):
             await send({"choices": [], "usage": usage})
         await send("[DONE]")
         return resp

@@ -8,6 +8,7 @@ checks what the gateway answered and the request the engine was sent.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -166,3 +167,39 @@ def test_without_any_tokenizer_the_error_says_how_to_provide_one(
     backend = OpenAICompletionsBackend(engine.base_url, kind="generic")
     with pytest.raises(UnsupportedFeatureError, match="backend-kind"):
         asyncio.run(backend.tokenize("x"))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_usage_is_counted_by_the_engine_when_it_sends_none(
+    engine: FakeCompletionsServer, stream: bool
+) -> None:
+    # llama-cpp-python's server sends no usage on streamed completions: the gateway asks its
+    # tokenize endpoint, and a re-tokenized reply never counts more than max_tokens
+    tok_path, _, _, _ = ENGINES["llama-cpp-python"]
+    engine.root_post = {tok_path: lambda body: {"tokens": chars(text_of(body))}}
+    engine.sends_usage = False
+    engine.replies = ["Hello there!", "Hello there!"]
+    entry = entry_for(engine, "llama-cpp-python")
+    body: dict[str, Any] = {"model": "qwen", "messages": ASK, "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    try:
+        with gateway(create_app({"qwen": entry})) as base:
+            usages = []
+            for max_tokens in (None, 5):
+                sent = {**body, **({"max_tokens": max_tokens} if max_tokens else {})}
+                resp = httpx.post(base + "/v1/chat/completions", json=sent, timeout=30)
+                if stream:
+                    events = [line[6:] for line in resp.text.splitlines() if line[6:8] == '{"']
+                    usages.append(json.loads(events[-1])["usage"])
+                else:
+                    usages.append(resp.json()["usage"])
+    finally:
+        engine.root_post, engine.sends_usage = {}, True
+    prompt = len(chatfmt.render(ASK, QWEN))
+    assert usages[0] == {
+        "prompt_tokens": prompt,
+        "completion_tokens": len("Hello there!"),
+        "total_tokens": prompt + len("Hello there!"),
+    }
+    assert usages[1]["completion_tokens"] == 5  # the engine stopped at max_tokens

@@ -172,7 +172,7 @@ def stop_reason(generation: Generation, stops: Sequence[str]) -> tuple[str, str 
 async def _usage(generation: Generation, input_tokens: int | None) -> dict[str, int]:
     """``usage``: the prompt's tokens (as counted before generation, else the engine's, else
     the tokenizer's), the reply's and the engine's cached prompt tokens (0 when unreported)."""
-    usage = generation.usage()
+    usage = await generation.counted_usage()
     turn = generation.turn.usage
     if input_tokens is None:
         if usage is not None and usage.prompt_tokens is not None:

@@ -154,10 +154,10 @@ class Choices:
             invalid.message = self.where(index) + invalid.message
         return invalid
 
-    def usage(self) -> Usage | None:
+    async def usage(self) -> Usage | None:
         """The prompt counted once, the completions of every choice summed (``None`` when
         a count is unknown)."""
-        usages = [g.usage() for g in self.generations]
+        usages = [await g.counted_usage() for g in self.generations]
         if any(u is None or u.completion_tokens is None for u in usages):
             return None
         first = usages[0]

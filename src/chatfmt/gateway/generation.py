@@ -189,6 +189,37 @@ class Generation:
             self._usage, self._usage_known = usage, True
         return usage
 
+    async def counted_usage(self) -> Usage | None:
+        """:meth:`usage`, where neither the backend nor a tokenizer counted completed by
+        the engine's tokenize endpoint (llama-cpp-python's server streams no usage);
+        ``None`` only when nothing can count."""
+        usage = self.usage()
+        if usage is not None or self.finish_reason is None:
+            return usage
+        known = self.turn.usage or Usage()
+        prompt, completion = known.prompt_tokens, known.completion_tokens
+        backend = self.prepared.entry.backend
+        try:
+            if prompt is None:
+                prompt = len(await backend.tokenize(self.prepared.prompt))
+            if completion is None:
+                completion = self._at_most_max(len(await backend.tokenize(self.output)))
+        except ChatFmtError:  # no tokenize endpoint, or the engine failed: unknown
+            return None
+        self._usage, self._usage_known = Usage(prompt, completion), True
+        return self._usage
+
+    @property
+    def output(self) -> str:
+        """What the model wrote (the prefill left out)."""
+        return self.turn.text[len(self.prepared.prefill) :]
+
+    def _at_most_max(self, completion: int) -> int:
+        """A completion counted by re-tokenizing the text, at most ``max_tokens`` (the
+        engine's ids may merge differently than a fresh encoding)."""
+        limit = self.request.max_tokens
+        return min(completion, limit) if limit is not None else completion
+
     def _count(self) -> Usage | None:
         turn, prepared = self.turn, self.prepared
         usage = turn.usage or Usage()
@@ -197,8 +228,8 @@ class Generation:
         if prompt is None and prepared.prompt_ids is not None:
             prompt = len(prepared.prompt_ids)
         if completion is None and tokenizer is not None:
-            output = turn.text[len(prepared.prefill) :]
-            completion = len(tokenizer.encode(output)) if output else 0
+            output = self.output
+            completion = self._at_most_max(len(tokenizer.encode(output))) if output else 0
         if prompt is None or completion is None:
             return None
         return Usage(prompt, completion)

@@ -65,7 +65,7 @@ async def complete(generation: Generation) -> dict[str, Any]:
         generation.prepared.entry.name,
         generation.message(deltas),
         generation.finish_reason,
-        _usage(generation.usage()),
+        _usage(await generation.counted_usage()),
     )
 
 
@@ -77,7 +77,7 @@ async def complete_choices(choices: Choices) -> dict[str, Any]:
     return wire.chat_completion_n(
         gens[0].prepared.entry.name,
         [(g.message(d), g.finish_reason) for g, d in zip(gens, replies, strict=True)],
-        _usage(choices.usage()),
+        _usage(await choices.usage()),
     )
 
 
@@ -104,7 +104,7 @@ async def choice_events(choices: Choices, include_usage: bool) -> AsyncGenerator
                 if (out := wire_delta(delta, max_calls)) is not None:
                     yield chunks.delta(out, index=index)
         if include_usage:
-            yield chunks.usage(_usage(choices.usage()))
+            yield chunks.usage(_usage(await choices.usage()))
         yield wire.DONE
     except ChatFmtError as exc:
         yield wire.sse(api_error(exc).body())
@@ -139,7 +139,7 @@ async def events(generation: Generation, include_usage: bool) -> AsyncGenerator[
             return
         out.append(chunks.delta({}, generation.finish_reason))
         if include_usage:
-            out.append(chunks.usage(_usage(generation.usage())))
+            out.append(chunks.usage(_usage(await generation.counted_usage())))
         out.append(wire.DONE)
         yield Last(b"".join(out))
     except ChatFmtError as exc:

@@ -295,7 +295,7 @@ class ResponseWriter:
         """The ``usage`` object: the backend's counts, else counted by the tokenizer chatfmt
         knows or the engine's tokenize endpoint (``null`` when neither can count)."""
         generation = self.generation
-        usage = generation.usage()
+        usage = await generation.counted_usage()
         prompt = usage.prompt_tokens if usage is not None else None
         completion = usage.completion_tokens if usage is not None else None
         if prompt is None:
