@@ -187,28 +187,44 @@ def test_tokenize_report_opens_with_histogram_and_coloured_samples(
     shot(browser, "tokenize-report.png")
 
 
-def test_generate_streams_the_models_answer_parsed(browser: Any) -> None:
-    """With a backend, Generate streams the answer through /v1/chat/completions, parsed."""
+def test_generate_sends_the_prompt_shown_and_parses_the_answer(browser: Any) -> None:
+    """Generate completes the prompt the page shows (chosen template and options) up to the
+    visible token cap, and reads the output with the chosen template's parser."""
     from _fake_server import FakeCompletionsServer, serve
     from chatfmt.backends.openai import OpenAICompletionsBackend
     from chatfmt.gateway import ModelEntry
 
     call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
-    engine = FakeCompletionsServer(["<think>Rome is in Italy.</think>Checking." + call])
+    engine = FakeCompletionsServer(["<think>Rome is in Italy.</think>Checking." + call] * 2)
     with serve(engine) as running:
         qwen3 = chatfmt.get_template("qwen3")
+        # the prompt comes from the page (its template and options), not from the model entry
         models = {"qwen3": ModelEntry("qwen3", OpenAICompletionsBackend(running.base_url), qwen3)}
         with gateway(create_app(models, playground=Playground())) as url:
             browser.get(url + "/")
             wait(browser, "document.querySelectorAll('#model-select option').length === 1")
             browser.execute_script("document.getElementById('examples').value = 'chat';")
             browser.find_element(By.ID, "load-example").click()
+            shown = wait(browser, "document.getElementById('prompt').textContent")
+            cap = browser.find_element(By.ID, "max-tokens")
+            cap.clear()
+            cap.send_keys("400")
             browser.find_element(By.ID, "generate-btn").click()
             answer = wait(
                 browser,
                 "document.getElementById('answer').textContent.includes('[tool call]') && "
                 "document.getElementById('answer').textContent",
             )
+            cap.clear()
+            cap.send_keys("10")  # the engine stops at the cap: the page says so
+            browser.find_element(By.ID, "generate-btn").click()
+            wait(browser, "document.getElementById('answer').textContent.includes('token cap: 10')")
+            template = browser.execute_script(
+                "return document.getElementById('template-search').value"
+            )
     assert answer.startswith("[reasoning] Rome is in Italy.")
     assert "Checking." in answer and '[tool call] get_weather({"city": "Rome"})' in answer
-    assert engine.requests[0]["prompt"].endswith("<|im_start|>assistant\n")
+    sent = engine.requests[0]
+    assert sent["prompt"] == shown  # exactly what the page shows
+    assert sent["max_tokens"] == 400 and engine.requests[1]["max_tokens"] == 10
+    assert sent["stop"] == list(chatfmt.get_template(template).generation_config.all_stop_words)

@@ -129,6 +129,7 @@ def template_list() -> list[dict[str, Any]]:
                 "supports_reasoning": bool(tpl.supports_reasoning),
                 "tool_parser": tpl.tool_parser,
                 "reasoning_parser": tpl.reasoning_parser,
+                "stop_words": list(tpl.generation_config.all_stop_words),
             }
         )
     return out

@@ -191,21 +191,32 @@ async function parseOutput() {
   } catch (e) { $("parse-error").textContent = e.message; }
 }
 
+function showAnswer(message) {
+  const calls = message.tool_calls || [];
+  $("answer").textContent = (message.reasoning_content ? `[reasoning] ${message.reasoning_content}\n\n` : "")
+    + (message.content || "")
+    + calls.map((c) => `\n[tool call] ${c.function.name}(${c.function.arguments})`).join("");
+}
+
 async function generate() {
-  let messages, tools;
-  try { messages = readJson("messages", "messages-error"); tools = readJson("tools", "tools-error"); } catch (e) { return; }
-  const model = $("model-select").value;
+  // The prompt the page shows (the chosen template and options), completed by the model as
+  // it is, up to the visible token cap; the output is then read by the chosen template's parser.
   const answer = $("answer");
+  const prompt = $("prompt").textContent;
+  if (!prompt) { answer.textContent = "nothing to send: render a prompt first"; return; }
+  const cap = Math.max(1, Math.floor(Number($("max-tokens").value) || 256));
+  const tpl = $("mode-jinja").checked ? null : currentTemplate();
+  const body = { model: $("model-select").value, prompt, max_tokens: cap, stream: true };
+  if (tpl && tpl.stop_words.length) body.stop = tpl.stop_words;
   answer.textContent = "";
-  const resp = await fetch("/v1/chat/completions", {
-    method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ model, messages, tools: tools && tools.length ? tools : undefined, stream: true }),
+  $("output").value = "";
+  const resp = await fetch("/v1/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   });
   if (!resp.ok) { const data = await resp.json(); answer.textContent = data.error?.message || `HTTP ${resp.status}`; return; }
   const reader = resp.body.getReader();
   const decoder = new TextDecoder();
-  let buffer = "", content = "", reasoning = "";
-  const calls = [];
+  let buffer = "", raw = "", finish = null;
   for (;;) {
     const { value, done } = await reader.read();
     if (done) break;
@@ -216,19 +227,26 @@ async function generate() {
       buffer = buffer.slice(end + 2);
       if (!line.startsWith("data:") || line.endsWith("[DONE]")) continue;
       const event = JSON.parse(line.slice(5));
-      if (event.error) { answer.textContent += `\n[error] ${event.error.message}`; continue; }
-      const delta = event.choices?.[0]?.delta || {};
-      if (delta.content) content += delta.content;
-      if (delta.reasoning_content) reasoning += delta.reasoning_content;
-      for (const c of delta.tool_calls || []) {
-        calls[c.index] = calls[c.index] || { name: "", arguments: "" };
-        if (c.function?.name) calls[c.index].name = c.function.name;
-        if (c.function?.arguments) calls[c.index].arguments += c.function.arguments;
-      }
-      answer.textContent = (reasoning ? `[reasoning] ${reasoning}\n\n` : "") + content
-        + calls.map((c) => `\n[tool call] ${c.name}(${c.arguments})`).join("");
+      if (event.error) { answer.textContent += `\n[error] ${event.error.message}`; return; }
+      const choice = event.choices?.[0];
+      if (!choice) continue;
+      raw += choice.text || "";
+      if (choice.finish_reason) finish = choice.finish_reason;
+      answer.textContent = raw;
     }
   }
+  $("output").value = raw;
+  let tools;
+  try { tools = readJson("tools", "tools-error"); } catch (e) { tools = null; }
+  try {
+    const data = await api("/v1/parse", {
+      ...templateFields(), output: raw, tools: tools && tools.length ? tools : null,
+      chat_template_kwargs: $("mode-jinja").checked ? {} : options(), truncated: finish === "length",
+    });
+    showParsed(data);
+    showAnswer(data.message);
+  } catch (e) { $("parse-error").textContent = e.message; }
+  if (finish === "length") answer.textContent += `\n[stopped at the token cap: ${cap}]`;
 }
 
 // ------------------------------------------------------------------ shareable state
