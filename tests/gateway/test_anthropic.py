@@ -22,12 +22,12 @@ from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
 
-from _support import SHARED  # noqa: E402
+from _support import require_shared  # noqa: E402
 
 KEY = "anthropic-test-key"
 QWEN3 = chatfmt.get_template("qwen3")
 QWEN = chatfmt.get_template("qwen2.5")
-TOKENIZER = load_tokenizer(SHARED / "tokenizers" / "qwen3")
+TOKENIZER = load_tokenizer(require_shared() / "tokenizers" / "qwen3")
 WEATHER = {
     "name": "get_weather",
     "description": "The weather in a city.",

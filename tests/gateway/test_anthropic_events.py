@@ -24,10 +24,10 @@ from chatfmt.gateway.signature import ThinkingSigner  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
 from chatfmt.tool_format import resolve_tool_format  # noqa: E402
 
-from _support import SHARED  # noqa: E402
+from _support import require_shared  # noqa: E402
 
 QWEN3 = chatfmt.get_template("qwen3")
-TOKENIZER = load_tokenizer(SHARED / "tokenizers" / "qwen3")
+TOKENIZER = load_tokenizer(require_shared() / "tokenizers" / "qwen3")
 
 WEATHER = {
     "name": "get_weather",

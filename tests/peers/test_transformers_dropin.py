@@ -95,8 +95,13 @@ CHATFMT_REFUSES: set[tuple[str, str]] = {
     ("HuggingFaceTB-SmolLM3-3B", "tool"),
     ("internlm-internlm2-chat-7b", "tool"),
     ("llama-cpp-rwkv-world", "tool"),
-    ("LFM2-8B-A1B", "tool"),  # (the call's name is in the tool list only)
-    ("LFM2.5-Instruct", "tool"),
+}
+#: (template, conversation) where the official template drops the assistant's tool calls and
+#: chatfmt writes them as the model itself writes a call (docs/rendering.md): the text is
+#: transformers' with the call added in the empty assistant turn.
+CHATFMT_WRITES_CALLS: dict[tuple[str, str], str] = {
+    ("LFM2-8B-A1B", "tool"): "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>",
+    ("LFM2.5-Instruct", "tool"): "<|tool_call_start|>[get_weather(city='Paris')]<|tool_call_end|>",
 }
 
 
@@ -150,6 +155,13 @@ def test_same_text_and_ids_as_transformers(
     if case in CHATFMT_REFUSES:
         with pytest.raises(UnsupportedFeatureError, match="tool_calls"):
             apply_chat_template(tok, conv, tokenize=False, **kw)
+        return
+    if case in CHATFMT_WRITES_CALLS:
+        call = CHATFMT_WRITES_CALLS[case]
+        empty_turn = "<|im_start|>assistant\n<|im_end|>"
+        assert text.count(empty_turn) == 1
+        written = text.replace(empty_turn, f"<|im_start|>assistant\n{call}<|im_end|>")
+        assert apply_chat_template(tok, conv, tokenize=False, **kw) == written
         return
     assert apply_chat_template(tok, conv, tokenize=False, **kw) == text
     ids = tok.apply_chat_template(conv, return_dict=False, **kw)
