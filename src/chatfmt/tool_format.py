@@ -176,20 +176,15 @@ def resolve_tool_format(template: Template, choice: str | None) -> Template:
     return with_tool_format(template, default)
 
 
-class PairedTemplate(Template):
-    """A template without a tool format, rendered with a named one (see the module docstring).
+class _Paired(Template):
+    """A template over ``base`` with tool calls of its own: names ``"<base>+<what>"``; stop
+    words, options, control tokens and reasoning are the base's."""
 
-    Names, stop words, options and reasoning are the base template's; ``name`` is
-    ``"<base>+<format>"``; :attr:`tool_call_format` is the format's call description.
-    """
-
-    def __init__(self, base: Template, tool_format: ToolFormat) -> None:
+    def __init__(self, base: Template, what: str, description: str, source: str) -> None:
         self.base = base
-        self.tool_format = tool_format
-        self.tool_call_format = tool_format.call_format
-        self.name = f"{base.name}+{tool_format.name}"
-        self.description = f"{base.description} Tools: {tool_format.description}."
-        self.source = f"{base.source}; tool format: {tool_format.name}"
+        self.name = f"{base.name}+{what}"
+        self.description = f"{base.description} {description}"
+        self.source = f"{base.source}; {source}"
         self.generation_config = base.generation_config
         self.supports_tools = True
         self.supports_reasoning = base.supports_reasoning
@@ -198,10 +193,24 @@ class PairedTemplate(Template):
         self.default_options = base.default_options  # type: ignore[misc]
         self.prefix_stable = base.prefix_stable
         self.default_tool_format = None
-        self.set_parsers(tool_format.parser, base.reasoning_parser_class or base.reasoning_parser)
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         self.base.check_options(options)
+
+
+class PairedTemplate(_Paired):
+    """A template without a tool format, rendered with a named one (see the module docstring).
+
+    Names, stop words, options and reasoning are the base template's; ``name`` is
+    ``"<base>+<format>"``; :attr:`tool_call_format` is the format's call description.
+    """
+
+    def __init__(self, base: Template, tool_format: ToolFormat) -> None:
+        name = tool_format.name
+        super().__init__(base, name, f"Tools: {tool_format.description}.", f"tool format: {name}")
+        self.tool_format = tool_format
+        self.tool_call_format = tool_format.call_format
+        self.set_parsers(tool_format.parser, base.reasoning_parser_class or base.reasoning_parser)
 
     def info(self) -> dict[str, Any]:
         out = self.base.info()
@@ -379,25 +388,16 @@ def with_tool_parser(template: Template | str | Path, parser: str) -> Template:
     return paired
 
 
-class ParserPairedTemplate(Template):
+class ParserPairedTemplate(_Paired):
     """A template whose output is read with another tool parser (:func:`with_tool_parser`).
 
     Renders exactly as its base; ``name`` is ``"<base>+<parser>"``.
     """
 
     def __init__(self, base: Template, parser_cls: type[FormatParser], parser: str) -> None:
-        self.base = base
-        self.name = f"{base.name}+{parser}"
-        self.description = f"{base.description} Tool calls read by the {parser} parser."
-        self.source = f"{base.source}; tool parser: {parser}"
-        self.generation_config = base.generation_config
-        self.supports_tools = True
-        self.supports_reasoning = base.supports_reasoning
-        self.control_tokens = base.control_tokens
-        self.text_control_tokens = base.text_control_tokens
-        self.default_options = base.default_options  # type: ignore[misc]
-        self.prefix_stable = base.prefix_stable
-        self.default_tool_format = None
+        super().__init__(
+            base, parser, f"Tool calls read by the {parser} parser.", f"tool parser: {parser}"
+        )
         self.set_parsers(
             parser_cls, base.reasoning_parser_class or base.reasoning_parser, tool_name=parser
         )
@@ -407,9 +407,6 @@ class ParserPairedTemplate(Template):
         if name == "base":
             raise AttributeError(name)
         return getattr(self.base, name)
-
-    def check_options(self, options: Mapping[str, Any]) -> None:
-        self.base.check_options(options)
 
     def info(self) -> dict[str, Any]:
         out = self.base.info()
