@@ -17,11 +17,13 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from aiohttp import web
+
+from chatfmt.backends.base import Backend, CompletionChunk, CompletionRequest
 
 
 class FakeCompletionsServer:
@@ -232,3 +234,18 @@ def chatfmt_serve(*args: str, env: dict[str, str] | None = None) -> Iterator[tup
         if proc.poll() is None:
             proc.terminate()
         proc.wait(timeout=20)
+
+
+class StallingBackend(Backend):
+    """Sends one chunk, then nothing until its stream is closed (which it records): a model
+    that takes its time, for tests of a client that leaves."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+        try:
+            yield CompletionChunk("Thinking")
+            await asyncio.Event().wait()
+        finally:
+            self.closed.set()

@@ -7,12 +7,10 @@ requests it was sent, so each test checks both what the client got and what the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +22,13 @@ openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
-from _fake_server import FakeCompletionsServer, chatfmt_serve, gateway, serve  # noqa: E402
-from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
+from _fake_server import (  # noqa: E402
+    FakeCompletionsServer,
+    StallingBackend,
+    chatfmt_serve,
+    gateway,
+    serve,
+)
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import Limits, ModelEntry, create_app  # noqa: E402
 from chatfmt.tokens import load_tokenizer  # noqa: E402
@@ -524,20 +527,6 @@ def test_client_disconnect_cancels_the_backend_stream(url: str, fake: Any) -> No
     while fake.aborted == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert fake.aborted == 1
-
-
-class StallingBackend(Backend):
-    """Sends one chunk, then nothing until closed; records that its stream was closed."""
-
-    def __init__(self) -> None:
-        self.closed = threading.Event()
-
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
-        try:
-            yield CompletionChunk("Thinking")
-            await asyncio.Event().wait()  # a model that takes its time
-        finally:
-            self.closed.set()
 
 
 def test_client_disconnect_closes_a_silent_backend_stream() -> None:

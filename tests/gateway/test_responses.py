@@ -4,9 +4,7 @@ event sequence, items sent back as input, ``previous_response_id`` and the store
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -16,7 +14,7 @@ pytest.importorskip("starlette")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
-from _fake_server import gateway  # noqa: E402
+from _fake_server import StallingBackend, gateway  # noqa: E402
 from chatfmt.backends import Backend, CompletionChunk, CompletionRequest  # noqa: E402
 from chatfmt.backends.scripted import ScriptedBackend, ScriptedReply  # noqa: E402
 from chatfmt.errors import BackendConnectionError  # noqa: E402
@@ -540,22 +538,8 @@ def test_instructions_and_system_items_join_for_a_template_with_one_system_messa
     assert "Be brief.<|im_end|>\n<|im_start|>system\nUse metric units." in prompts["qwen2.5"]
 
 
-class StallingEngine(Backend):
-    """Writes a little, then nothing until its stream is closed (which it records)."""
-
-    def __init__(self) -> None:
-        self.closed = threading.Event()
-
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
-        try:
-            yield CompletionChunk("Thinking")
-            await asyncio.Event().wait()  # a model that takes its time
-        finally:
-            self.closed.set()
-
-
 def test_a_client_that_leaves_mid_stream_closes_the_backend_stream() -> None:
-    engine = StallingEngine()
+    engine = StallingBackend()
     with gateway(create_app({"m": ModelEntry("m", engine, QWEN)})) as base:
         body = {"model": "m", "input": "Hi", "stream": True}
         with httpx.stream("POST", base + "/v1/responses", json=body, timeout=30) as r:
