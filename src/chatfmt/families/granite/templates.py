@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from ...config import GenerationConfig
 from ...errors import ValidationError
@@ -86,6 +86,18 @@ _G3_HALLUCINATIONS = (
 )
 
 
+class _SystemTexts(NamedTuple):
+    """The pieces of a Granite default system prompt."""
+
+    sep: str  # between its first sentences
+    tools: str
+    docs: str
+    tools_and_docs: str
+    thinking: str
+    citations: str
+    hallucinations: str
+
+
 class Granite3(Template):
     """Granite 3.x instruct (3.3 template): dated default system prompt, tools as an ``available_tools`` turn.
 
@@ -128,28 +140,40 @@ class Granite3(Template):
     #: The role of the turn that lists the tools.
     tools_role: ClassVar[str] = "available_tools"
 
+    #: The default system prompt's pieces (Granite 3.2 words and joins them differently).
+    system_texts: ClassVar[_SystemTexts] = _SystemTexts(
+        " ",
+        _G3_TOOLS,
+        _G3_DOCS,
+        _G3_TOOLS + _G3_DOCS,
+        _G3_THINKING,
+        _G3_CITATIONS,
+        _G3_HALLUCINATIONS,
+    )
+
     def _default_system(self, conv: Conversation, ctx: RenderContext) -> str:
         docs = _documents(ctx)
         controls = _controls(ctx)
+        t = self.system_texts
         text = (
-            "Knowledge Cutoff Date: April 2024. Today's Date: "
+            f"Knowledge Cutoff Date: April 2024.{t.sep}Today's Date: "
             + ctx.now.strftime("%B %d, %Y")
-            + ". You are Granite, developed by IBM."
+            + f".{t.sep}You are Granite, developed by IBM."
         )
         if conv.tools and docs:
-            text += _G3_TOOLS + _G3_DOCS
+            text += t.tools_and_docs
         elif conv.tools:
-            text += _G3_TOOLS
+            text += t.tools
         elif docs:
-            text += _G3_DOCS
+            text += t.docs
         elif ctx.option("thinking"):
-            text += _G3_THINKING
+            text += t.thinking
         else:
             text += " You are a helpful AI assistant."
         if "citations" in controls and docs:
-            text += _G3_CITATIONS
+            text += t.citations
         if "hallucinations" in controls and docs:
-            text += _G3_HALLUCINATIONS
+            text += t.hallucinations
         return text
 
     def render_conversation(self, conv: Conversation, ctx: RenderContext) -> list[Segment]:
@@ -259,29 +283,15 @@ class Granite32(Granite3):
     official_templates = ("ibm-granite-granite-3.2-8b-instruct.jinja",)
     tools_role = "tools"
 
-    def _default_system(self, conv: Conversation, ctx: RenderContext) -> str:
-        docs = _documents(ctx)
-        controls = _controls(ctx)
-        text = (
-            "Knowledge Cutoff Date: April 2024.\nToday's Date: "
-            + ctx.now.strftime("%B %d, %Y")
-            + ".\nYou are Granite, developed by IBM."
-        )
-        if conv.tools and docs:
-            text += _G32_TOOLS + "\n\n" + _G32_DOCS[1:]
-        elif conv.tools:
-            text += _G32_TOOLS
-        elif docs:
-            text += _G32_DOCS
-        elif ctx.option("thinking"):
-            text += _G32_THINKING
-        else:
-            text += " You are a helpful AI assistant."
-        if "citations" in controls and docs:
-            text += _G32_CITATIONS
-        if "hallucinations" in controls and docs:
-            text += _G32_HALLUCINATIONS
-        return text
+    system_texts = _SystemTexts(
+        "\n",
+        _G32_TOOLS,
+        _G32_DOCS,
+        _G32_TOOLS + "\n\n" + _G32_DOCS[1:],
+        _G32_THINKING,
+        _G32_CITATIONS,
+        _G32_HALLUCINATIONS,
+    )
 
     def _render_documents(self, b: SegmentBuilder, ctx: RenderContext) -> None:
         docs = _documents(ctx)
