@@ -17,36 +17,13 @@ anthropic = pytest.importorskip("anthropic")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
+from _anthropic_cases import ASK, QWEN3, TOKENIZER, WEATHER, WEATHER_FUNCTION  # noqa: E402
 from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
-from chatfmt.tokens import load_tokenizer  # noqa: E402
-
-from _support import require_shared  # noqa: E402
 
 KEY = "anthropic-test-key"
-QWEN3 = chatfmt.get_template("qwen3")
 QWEN = chatfmt.get_template("qwen2.5")
-TOKENIZER = load_tokenizer(require_shared() / "tokenizers" / "qwen3")
-WEATHER = {
-    "name": "get_weather",
-    "description": "The weather in a city.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
-#: The same tool in chat form (what the template renders).
-WEATHER_FUNCTION = {
-    "type": "function",
-    "function": {
-        "name": WEATHER["name"],
-        "description": WEATHER["description"],
-        "parameters": WEATHER["input_schema"],
-    },
-}
-ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'

@@ -17,36 +17,13 @@ anthropic = pytest.importorskip("anthropic")
 from starlette.testclient import TestClient  # noqa: E402
 
 import chatfmt  # noqa: E402
+from _anthropic_cases import ASK, QWEN3, TOKENIZER, WEATHER, WEATHER_FUNCTION  # noqa: E402
 from chatfmt.backends import ScriptedBackend  # noqa: E402
 from chatfmt.backends.scripted import ScriptedReply  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
 from chatfmt.gateway.signature import ThinkingSigner  # noqa: E402
-from chatfmt.tokens import load_tokenizer  # noqa: E402
 from chatfmt.tool_format import resolve_tool_format  # noqa: E402
 
-from _support import require_shared  # noqa: E402
-
-QWEN3 = chatfmt.get_template("qwen3")
-TOKENIZER = load_tokenizer(require_shared() / "tokenizers" / "qwen3")
-
-WEATHER = {
-    "name": "get_weather",
-    "description": "The weather in a city.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
-WEATHER_FUNCTION = {
-    "type": "function",
-    "function": {
-        "name": WEATHER["name"],
-        "description": WEATHER["description"],
-        "parameters": WEATHER["input_schema"],
-    },
-}
-ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 
 
