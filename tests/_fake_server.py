@@ -48,6 +48,16 @@ class FakeCompletionsServer:
         self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
         self.sends_usage = True  # False: no usage at all (llama-cpp-python's server streams none)
 
+    def reset(self) -> FakeCompletionsServer:
+        """Back to answering normally, with no replies queued and no requests recorded."""
+        self.replies.clear()
+        self.requests.clear()
+        self.mode = "ok"
+        self.chunk_delay = 0.0
+        self.aborted = 0
+        self.cached_tokens = None
+        return self
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"

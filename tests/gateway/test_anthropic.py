@@ -18,7 +18,7 @@ httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
 from _anthropic_cases import ASK, QWEN3, TOKENIZER, WEATHER, WEATHER_FUNCTION  # noqa: E402
-from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, gateway  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
 
@@ -28,12 +28,6 @@ USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"ci
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
 CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 THOUGHT = "<think>\nThe user wants the weather.\n</think>\n\n"
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[FakeCompletionsServer]:
-    with serve(FakeCompletionsServer()) as server:
-        yield server
 
 
 @pytest.fixture(scope="module")
@@ -47,16 +41,6 @@ def url(engine: FakeCompletionsServer) -> Iterator[str]:
     }
     with gateway(create_app(models, api_key=KEY, thinking_secret="shared")) as base:
         yield base
-
-
-@pytest.fixture
-def fake(engine: FakeCompletionsServer) -> FakeCompletionsServer:
-    """The engine, reset for one test."""
-    engine.replies.clear()
-    engine.requests.clear()
-    engine.mode = "ok"
-    engine.cached_tokens = None
-    return engine
 
 
 @pytest.fixture

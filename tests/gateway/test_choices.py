@@ -14,7 +14,7 @@ pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
 
 import chatfmt  # noqa: E402
-from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, gateway  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
 
@@ -35,20 +35,6 @@ TOOL = {
 
 def call(name: str) -> str:
     return f'<tool_call>\n{{"name": "{name}", "arguments": {{"city": "Paris"}}}}\n</tool_call>'
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[FakeCompletionsServer]:
-    with serve(FakeCompletionsServer()) as server:
-        yield server
-
-
-@pytest.fixture
-def fake(engine: FakeCompletionsServer) -> FakeCompletionsServer:
-    engine.replies.clear()
-    engine.requests.clear()
-    engine.mode = "ok"
-    return engine
 
 
 @pytest.fixture(scope="module")

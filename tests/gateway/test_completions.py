@@ -17,7 +17,7 @@ openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 import chatfmt  # noqa: E402
-from _fake_server import FakeCompletionsServer, gateway, serve  # noqa: E402
+from _fake_server import FakeCompletionsServer, gateway  # noqa: E402
 from chatfmt.backends.openai import OpenAICompletionsBackend  # noqa: E402
 from chatfmt.gateway import ModelEntry, create_app  # noqa: E402
 
@@ -29,20 +29,6 @@ class Characters:
 
     def decode(self, ids: list[int]) -> str:
         return "".join(map(chr, ids))
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[FakeCompletionsServer]:
-    with serve(FakeCompletionsServer()) as server:
-        yield server
-
-
-@pytest.fixture
-def fake(engine: FakeCompletionsServer) -> FakeCompletionsServer:
-    engine.replies.clear()
-    engine.requests.clear()
-    engine.mode = "ok"
-    return engine
 
 
 @pytest.fixture(scope="module")

@@ -62,12 +62,6 @@ def closed_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[FakeCompletionsServer]:
-    with serve(FakeCompletionsServer()) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def slow_engine() -> Iterator[FakeCompletionsServer]:
     server = FakeCompletionsServer()
     server.mode = "slow"
@@ -88,17 +82,6 @@ def url(engine: FakeCompletionsServer, slow_engine: FakeCompletionsServer) -> It
     }
     with gateway(create_app(models, api_key=KEY)) as base:
         yield base
-
-
-@pytest.fixture
-def fake(engine: FakeCompletionsServer) -> FakeCompletionsServer:
-    """The engine, reset for one test."""
-    engine.replies.clear()
-    engine.requests.clear()
-    engine.mode = "ok"
-    engine.chunk_delay = 0.0
-    engine.aborted = 0
-    return engine
 
 
 @pytest.fixture
