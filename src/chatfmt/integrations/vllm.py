@@ -1,0 +1,505 @@
+"""chatfmt's parsers inside vLLM: a tool parser and a reasoning parser for every chatfmt parser.
+
+Installed with chatfmt, registered in every vLLM process through the ``vllm.general_plugins``
+entry point (or by ``--tool-parser-plugin chatfmt.integrations.vllm``), switched on by choosing
+a name::
+
+    vllm serve Qwen/Qwen3-8B --enable-auto-tool-choice \\
+        --tool-call-parser chatfmt-hermes --reasoning-parser chatfmt-qwen3
+    vllm serve MODEL --enable-auto-tool-choice --tool-call-parser chatfmt --reasoning-parser chatfmt
+
+* ``chatfmt-<name>``: chatfmt's tool parser ``<name>`` (every name of
+  :data:`chatfmt.parsing.TOOL_PARSERS`) and reasoning parser ``<name>`` (every name of
+  :data:`chatfmt.parsing.REASONING_PARSERS`).
+* ``chatfmt``: the model's own chat template, taken from the tokenizer once, as chatfmt's
+  template (a native one where the source is recognised, else the Jinja template with a
+  parser derived from it); its tool parser and its reasoning parser.
+* Registration adds only ``chatfmt…`` names and may run any number of times. vLLM's own
+  names are replaced only when asked: ``CHATFMT_VLLM_REPLACE=hermes,qwen3`` (or ``all``)
+  registers chatfmt's parser of that name under vLLM's name too.
+* ``tool_choice`` ``"required"`` or a named function: left to vLLM's own structured outputs
+  (JSON) by default; ``CHATFMT_VLLM_TOOL_CHOICE=chatfmt`` constrains the model's own call
+  format with chatfmt's constraints (:mod:`chatfmt.constraints`) and parses the calls with
+  chatfmt.
+
+The parsers stream with ``engine_based_streaming`` (vLLM passes only the new text and token
+ids; :meth:`finish_streaming` ends the stream), cost a dictionary lookup to build (the plan is
+cached per tokenizer and parser, see :mod:`.engine_stream`), keep special tokens
+(``adjust_request`` turns ``skip_special_tokens`` off) and use the token ids vLLM passes to
+tell real markers from look-alike text. A call chatfmt flags (e.g. cut off) stays a call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from vllm.entrypoints.generate.base.protocol import (
+    DeltaFunctionCall,
+    DeltaMessage,
+    DeltaToolCall,
+    ExtractedToolCallInformation,
+    FunctionCall,
+    ToolCall,
+)
+from vllm.reasoning import ReasoningParser, ReasoningParserManager
+from vllm.tool_parsers import ToolParser, ToolParserManager
+
+from ..errors import ChatFmtError
+from ..parsing import REASONING_PARSERS, TOOL_PARSERS
+from ..parsing.base import _setup
+from ..requests import FromTemplate, ParseRequest
+from .engine_stream import EngineStream, Step, StreamPlan, extract, stream_plan
+
+__all__ = [
+    "ChatfmtReasoningParser",
+    "ChatfmtToolParser",
+    "reasoning_parser_class",
+    "register",
+    "tool_parser_class",
+]
+
+#: The prefix of every parser name chatfmt registers; ``chatfmt`` alone is the template one.
+PREFIX = "chatfmt"
+#: Environment variable: vLLM names chatfmt's parsers replace (comma-separated, or ``all``).
+REPLACE_ENV = "CHATFMT_VLLM_REPLACE"
+#: Environment variable: ``chatfmt`` constrains ``tool_choice`` required/named with chatfmt.
+TOOL_CHOICE_ENV = "CHATFMT_VLLM_TOOL_CHOICE"
+
+
+#: chatfmt's flag of a call the output stopped inside.
+CUT_OFF = "truncated"
+
+
+def _template_of(tokenizer: Any) -> Any:
+    """chatfmt's template for the tokenizer's chat template (cached per tokenizer)."""
+    from .transformers import template_of
+
+    cached = _TEMPLATES.get(id(tokenizer))
+    if cached is not None and cached[0] is tokenizer:
+        return cached[1]
+    template = template_of(tokenizer)
+    _TEMPLATES[id(tokenizer)] = (tokenizer, template)
+    return template
+
+
+_TEMPLATES: dict[int, tuple[Any, Any]] = {}
+
+
+def _chatfmt_tool_choice() -> bool:
+    return os.environ.get(TOOL_CHOICE_ENV, "").strip().lower() == "chatfmt"
+
+
+# --------------------------------------------------------------------------- tool parsers
+class ChatfmtToolParser(ToolParser):
+    """vLLM tool parser over chatfmt's parser :attr:`chatfmt_parser` (``None``: the template's)."""
+
+    engine_based_streaming = True
+    #: chatfmt tool parser name; ``None`` takes the model's own chat template.
+    chatfmt_parser: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if _chatfmt_tool_choice():
+            cls.supports_required_and_named = False
+
+    def __init__(self, tokenizer: Any, tools: Any = None, **_kwargs: Any) -> None:
+        super().__init__(tokenizer, tools)
+        self._plan = self.plan_for(tokenizer)
+        self._stream: EngineStream | None = None
+        self._tools_given = tools
+
+    @classmethod
+    def plan_for(cls, tokenizer: Any) -> StreamPlan:
+        """The cached :class:`~.engine_stream.StreamPlan` of this parser and ``tokenizer``."""
+        if cls.chatfmt_parser is None:
+            return stream_plan(_template_of(tokenizer), tokenizer=tokenizer, reasoning_parser=None)
+        return stream_plan(
+            None, tokenizer=tokenizer, parser=cls.chatfmt_parser, reasoning_parser=None
+        )
+
+    def _tools_of(self, request: Any) -> Any:
+        tools = getattr(request, "tools", None) if request is not None else None
+        return tools or self._tools_given or None
+
+    # ---------------------------------------------------------------- request
+    def adjust_request(self, request: Any) -> Any:
+        if _chatfmt_tool_choice() and getattr(request, "tools", None):
+            request = self._constrain(request)
+        else:
+            request = super().adjust_request(request)
+        if hasattr(request, "skip_special_tokens"):
+            request.skip_special_tokens = False
+        return request
+
+    def _constrain(self, request: Any) -> Any:
+        """``tool_choice`` required/named as chatfmt's constraint of the model's call format."""
+        choice = request.tool_choice
+        named = getattr(choice, "function", None) or (
+            choice if getattr(choice, "name", None) else None
+        )
+        if choice != "required" and named is None:
+            return request
+        from vllm.sampling_params import StructuredOutputsParams
+
+        from ..constraints import compile_constraint
+        from .engine_stream import tool_dicts
+
+        wire_choice: Any = (
+            "required" if named is None else {"type": "function", "function": {"name": named.name}}
+        )
+        template = _template_of(self.model_tokenizer)
+        constraint = compile_constraint(
+            template,
+            tools=tool_dicts(request.tools),
+            tool_choice=wire_choice,
+            parallel_tool_calls=bool(getattr(request, "parallel_tool_calls", True)),
+        )
+        if constraint is None:
+            return request
+        if constraint.structural_tag is not None:
+            request.structured_outputs = StructuredOutputsParams(
+                structural_tag=json.dumps(constraint.structural_tag)
+            )
+        elif constraint.ebnf:
+            request.structured_outputs = StructuredOutputsParams(grammar=constraint.ebnf)
+        if hasattr(request, "response_format"):
+            request.response_format = None
+        return request
+
+    # ---------------------------------------------------------------- whole
+    def extract_tool_calls(self, model_output: str, request: Any) -> ExtractedToolCallInformation:
+        """The whole output's calls and content.
+
+        A call cut off before its end (chatfmt flags it ``truncated``) is dropped here, as
+        vLLM's own parsers do; when no call is left the output is all content. Every other
+        flagged call (unknown tool, arguments that are not a JSON object) stays a call.
+        """
+        got = extract(self._plan, model_output, tools=self._tools_of(request))
+        kept = [call for call in got.calls if call.error != CUT_OFF]
+        calls = [
+            ToolCall(
+                id=call.id,
+                type="function",
+                function=FunctionCall(name=call.name, arguments=call.arguments),
+            )
+            for call in kept
+        ]
+        content = got.content if calls or not got.calls else model_output
+        return ExtractedToolCallInformation(
+            tools_called=bool(calls), tool_calls=calls, content=content
+        )
+
+    # ---------------------------------------------------------------- streamed
+    def _started(self, request: Any) -> EngineStream:
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self._plan.stream(self._tools_of(request))
+            self.prev_tool_call_arr = stream.prev_tool_call_arr
+            self.streamed_args_for_tool = stream.streamed_args_for_tool
+        return stream
+
+    def extract_tool_calls_streaming(
+        self,
+        previous_text: str,
+        current_text: str,
+        delta_text: str,
+        previous_token_ids: Sequence[int],
+        current_token_ids: Sequence[int],
+        delta_token_ids: Sequence[int],
+        request: Any,
+    ) -> DeltaMessage | None:
+        stream = self._started(request)
+        step = stream.feed(delta_text, delta_token_ids or None)
+        self.current_tool_id = stream.current_tool_id
+        return delta_message(step)
+
+    def finish_streaming(self) -> DeltaMessage | None:
+        """End of the stream: what chatfmt held back (text, a call cut off)."""
+        if self._stream is None:
+            return None
+        step = self._stream.finish()
+        self.current_tool_id = self._stream.current_tool_id
+        return delta_message(step)
+
+
+def delta_message(step: Step) -> DeltaMessage | None:
+    """vLLM's ``DeltaMessage`` of a :class:`~.engine_stream.Step` (``None`` when empty)."""
+    if not step:
+        return None
+    calls: list[DeltaToolCall] = []
+    for piece in step.calls:
+        if piece.id is None and piece.name is None and not piece.arguments:
+            continue  # an error flag alone: nothing to send (the call stays a call)
+        last = calls[-1] if calls else None
+        if last is not None and last.index == piece.index and piece.name is None:
+            fn = last.function
+            fn.arguments = (fn.arguments or "") + piece.arguments
+            continue
+        if piece.name is not None:
+            calls.append(
+                DeltaToolCall(
+                    index=piece.index,
+                    id=piece.id,
+                    type="function",
+                    function=DeltaFunctionCall(name=piece.name, arguments=piece.arguments),
+                )
+            )
+        else:
+            calls.append(
+                DeltaToolCall(
+                    index=piece.index, function=DeltaFunctionCall(arguments=piece.arguments)
+                )
+            )
+    if not calls and not step.content and not step.reasoning:
+        return None
+    return DeltaMessage(
+        content=step.content or None, reasoning=step.reasoning or None, tool_calls=calls
+    )
+
+
+# --------------------------------------------------------------------------- reasoning parsers
+class ChatfmtReasoningParser(ReasoningParser):
+    """vLLM reasoning parser over chatfmt's :attr:`chatfmt_parser` (``None``: the template's).
+
+    Streaming: reasoning until chatfmt's parser has read the end of the reasoning block and
+    the answer starts; then vLLM hands the rest of the stream to the tool parser (the
+    answer text of that step, and what :meth:`finish_streaming` releases, go with it).
+    """
+
+    engine_based_streaming = True
+    #: chatfmt reasoning parser name; ``None`` takes the model's own chat template.
+    chatfmt_parser: ClassVar[str | None] = None
+
+    def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(tokenizer, *args, **kwargs)
+        self._plan, self._open_id, self._close_id = self.plan_for(tokenizer)
+        self._stream: EngineStream | None = None
+        self._ended = False
+        self._prefilled: bool | None = None
+
+    @classmethod
+    def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, int | None, int | None]:
+        """The cached plan and the ids of the reasoning block's markers (if single tokens)."""
+        key = (cls, id(tokenizer))
+        hit = _REASONING_PLANS.get(key)
+        if hit is not None and hit[0] is tokenizer:
+            return hit[1]
+        if cls.chatfmt_parser is None:
+            target: Any = _template_of(tokenizer)
+            reasoning: str | FromTemplate | None = FromTemplate.TEMPLATE
+        else:
+            target, reasoning = None, cls.chatfmt_parser
+        plan = stream_plan(target, tokenizer=tokenizer, parser="plain", reasoning_parser=reasoning)
+        factory = _setup(plan.target, plan.base)[2].reasoning
+        ids = [
+            _token_id(tokenizer, getattr(factory, attr, None))
+            for attr in ("open_marker", "close_marker")
+        ]
+        found = (plan, ids[0], ids[1])
+        _REASONING_PLANS[key] = (tokenizer, found)
+        return found
+
+    # ---------------------------------------------------------------- token ids
+    def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
+        """Whether ``input_ids`` close the reasoning block (its end marker after its opener)."""
+        close = self._close_id
+        if close is None:
+            return False
+        ids = list(input_ids)
+        last_close = _last(ids, close)
+        if last_close < 0:
+            return False
+        return self._open_id is None or _last(ids, self._open_id) < last_close
+
+    def extract_content_ids(self, input_ids: list[int]) -> list[int]:
+        close = self._close_id
+        if close is None:
+            return list(input_ids)
+        at = _last(list(input_ids), close)
+        return list(input_ids[at + 1 :]) if at >= 0 else []
+
+    def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
+        """A prompt that ends inside an open reasoning block: the output starts in it."""
+        if self._open_id is None or self._stream is not None:
+            return
+        ids = list(prompt_token_ids)
+        opened = _last(ids, self._open_id)
+        closed = _last(ids, self._close_id) if self._close_id is not None else -1
+        self._prefilled = opened >= 0 and opened > closed and not ids[opened + 1 :]
+
+    def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
+        self.set_prompt_token_ids(prompt_token_ids)
+
+    def adjust_request(self, request: Any) -> Any:
+        if hasattr(request, "skip_special_tokens"):
+            request.skip_special_tokens = False
+        return request
+
+    # ---------------------------------------------------------------- whole
+    def _stream_plan(self) -> StreamPlan:
+        if self._prefilled is None:
+            return self._plan
+        return _prefilled_plan(self._plan, self._prefilled)
+
+    def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
+        got = extract(self._stream_plan(), model_output)
+        return got.reasoning, got.content
+
+    # ---------------------------------------------------------------- streamed
+    def extract_reasoning_streaming(
+        self,
+        previous_text: str,
+        current_text: str,
+        delta_text: str,
+        previous_token_ids: Sequence[int],
+        current_token_ids: Sequence[int],
+        delta_token_ids: Sequence[int],
+    ) -> DeltaMessage | None:
+        stream = self._stream
+        if stream is None:
+            stream = self._stream = self._stream_plan().stream()
+        step = stream.feed(delta_text, delta_token_ids or None)
+        if not self._ended and _answer_started(stream, step):
+            self._ended = True
+        if not step:
+            return None
+        return DeltaMessage(content=step.content or None, reasoning=step.reasoning or None)
+
+    def has_engine_confirmed_reasoning_end(self) -> bool:
+        return self._ended
+
+    def finish_streaming(self) -> DeltaMessage | None:
+        """At the end of the reasoning (or of the stream): the text chatfmt held back."""
+        if self._stream is None:
+            return None
+        step = self._stream.finish()
+        if not step:
+            return None
+        return DeltaMessage(content=step.content or None, reasoning=step.reasoning or None)
+
+    def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        ids = list(token_ids)
+        if self._close_id is None:
+            return 0
+        end = _last(ids, self._close_id)
+        if end < 0:
+            return len(ids) if self._ended is False and self._stream is not None else 0
+        start = _last(ids[:end], self._open_id) + 1 if self._open_id is not None else 0
+        return max(end - start, 0)
+
+
+_REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, int | None, int | None]]] = {}
+_PREFILLED: dict[tuple[int, bool], tuple[StreamPlan, StreamPlan]] = {}
+
+
+def _prefilled_plan(plan: StreamPlan, prefilled: bool) -> StreamPlan:
+    key = (id(plan), prefilled)
+    hit = _PREFILLED.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    other = StreamPlan.__new__(StreamPlan)
+    for name in StreamPlan.__slots__:
+        setattr(other, name, getattr(plan, name))
+    other.base = ParseRequest.from_kwargs({"thinking_prefilled": prefilled}, plan.base)
+    _PREFILLED[key] = (plan, other)
+    return other
+
+
+def _answer_started(stream: EngineStream, step: Step) -> bool:
+    """Whether the reasoning parser has handed text to the answer (its ``INNER`` state)."""
+    state = getattr(getattr(stream.parser, "_parser", None), "state", None)
+    name = getattr(state, "name", None)
+    if name is not None:
+        return bool(name == "INNER")
+    return bool(step.content or step.calls)
+
+
+def _last(ids: list[int], token: int | None) -> int:
+    if token is None:
+        return -1
+    for i in range(len(ids) - 1, -1, -1):
+        if ids[i] == token:
+            return i
+    return -1
+
+
+def _token_id(tokenizer: Any, marker: str | None) -> int | None:
+    if not marker:
+        return None
+    try:
+        vocab = tokenizer.get_vocab()
+    except Exception:  # an engine tokenizer without a vocabulary: markers decided by text
+        return None
+    tid = vocab.get(marker)
+    return tid if isinstance(tid, int) else None
+
+
+# --------------------------------------------------------------------------- registration
+_TOOL_CLASSES: dict[str | None, type[ChatfmtToolParser]] = {None: ChatfmtToolParser}
+_REASONING_CLASSES: dict[str | None, type[ChatfmtReasoningParser]] = {None: ChatfmtReasoningParser}
+
+
+def _class_name(kind: str, name: str) -> str:
+    safe = "".join(ch if ch.isalnum() else "_" for ch in name)
+    return f"Chatfmt_{safe}_{kind}"
+
+
+def tool_parser_class(name: str | None) -> type[ChatfmtToolParser]:
+    """The vLLM tool parser class of chatfmt's tool parser ``name`` (``None``: the template's)."""
+    cls = _TOOL_CLASSES.get(name)
+    if cls is None:
+        if name is None or name not in TOOL_PARSERS:
+            raise ChatFmtError(f"chatfmt has no tool parser {name!r}")
+        cls = _TOOL_CLASSES[name] = type(
+            _class_name("ToolParser", name),
+            (ChatfmtToolParser,),
+            {"chatfmt_parser": name, "__module__": __name__},
+        )
+    return cls
+
+
+def reasoning_parser_class(name: str | None) -> type[ChatfmtReasoningParser]:
+    """The vLLM reasoning parser class of chatfmt's reasoning parser ``name``."""
+    cls = _REASONING_CLASSES.get(name)
+    if cls is None:
+        if name is None or name not in REASONING_PARSERS:
+            raise ChatFmtError(f"chatfmt has no reasoning parser {name!r}")
+        cls = _REASONING_CLASSES[name] = type(
+            _class_name("ReasoningParser", name),
+            (ChatfmtReasoningParser,),
+            {"chatfmt_parser": name, "__module__": __name__},
+        )
+    return cls
+
+
+def _replaced() -> set[str]:
+    raw = os.environ.get(REPLACE_ENV, "")
+    return {n.strip() for n in raw.split(",") if n.strip()}
+
+
+def register() -> None:
+    """Register ``chatfmt`` and ``chatfmt-<name>`` with vLLM (idempotent; see module doc).
+
+    The ``vllm.general_plugins`` entry point; importing this module calls it too.
+    """
+    replace = _replaced()
+    every = "all" in replace
+    tool_names = [n for n in TOOL_PARSERS if ":" not in n]
+    ToolParserManager.register_module(PREFIX, force=True, module=ChatfmtToolParser)
+    for name in tool_names:
+        cls = tool_parser_class(name)
+        ToolParserManager.register_module(f"{PREFIX}-{name}", force=True, module=cls)
+        if every or name in replace:
+            ToolParserManager.register_module(name, force=True, module=cls)
+    ReasoningParserManager.register_module(PREFIX, force=True, module=ChatfmtReasoningParser)
+    for name in REASONING_PARSERS:
+        rcls = reasoning_parser_class(name)
+        ReasoningParserManager.register_module(f"{PREFIX}-{name}", force=True, module=rcls)
+        if every or name in replace:
+            ReasoningParserManager.register_module(name, force=True, module=rcls)
+
+
+register()
