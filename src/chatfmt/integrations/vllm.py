@@ -122,7 +122,8 @@ class ChatfmtToolParser(ToolParser):
 
     def _tools_of(self, request: Any) -> Any:
         tools = getattr(request, "tools", None) if request is not None else None
-        return tools or self._tools_given or None
+        tools = tools or self._tools_given
+        return tools if isinstance(tools, (list, tuple)) and tools else None
 
     # ---------------------------------------------------------------- request
     def adjust_request(self, request: Any) -> Any:
@@ -130,8 +131,8 @@ class ChatfmtToolParser(ToolParser):
             request = self._constrain(request)
         else:
             request = super().adjust_request(request)
-        if hasattr(request, "skip_special_tokens"):
-            request.skip_special_tokens = False
+        if getattr(request, "tools", None) and getattr(request, "tool_choice", None) != "none":
+            request.skip_special_tokens = False  # markers that are special tokens stay in the text
         return request
 
     def _constrain(self, request: Any) -> Any:
@@ -278,7 +279,20 @@ class ChatfmtReasoningParser(ReasoningParser):
         self._plan, self._open_id, self._close_id = self.plan_for(tokenizer)
         self._stream: EngineStream | None = None
         self._ended = False
-        self._prefilled: bool | None = None
+        # without a prompt, as vLLM reads it: see IMPLICIT_START
+        # (the serving layer skips the reasoning parser when the prompt closed the block)
+        self._prefilled: bool | None = (
+            None if self.chatfmt_parser is None else self.chatfmt_parser in IMPLICIT_START
+        )
+        switch = kwargs.get("chat_template_kwargs") or {}
+        if (
+            switch.get("enable_thinking") is False
+            or switch.get("thinking") is False
+            or switch.get("thinking_mode") in ("disabled", "off")
+        ):
+            self._prefilled = False  # thinking switched off: the output is the answer
+        elif switch.get("thinking_mode") == "enabled":
+            self._prefilled = True
 
     @classmethod
     def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, int | None, int | None]:
@@ -391,6 +405,10 @@ class ChatfmtReasoningParser(ReasoningParser):
         return max(end - start, 0)
 
 
+#: Reasoning parsers whose vLLM namesakes read output without a prompt as starting inside the
+#: reasoning block (their templates open it in the generation prompt).
+IMPLICIT_START = frozenset({"qwen3", "deepseek_r1", "think"})
+
 _REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, int | None, int | None]]] = {}
 _PREFILLED: dict[tuple[int, bool], tuple[StreamPlan, StreamPlan]] = {}
 
@@ -438,6 +456,24 @@ def _token_id(tokenizer: Any, marker: str | None) -> int | None:
 
 
 # --------------------------------------------------------------------------- registration
+#: vLLM 0.33's xgrammar structural-tag model of the parser it registers under the same name:
+#: vLLM constrains ``tool_choice`` (and, with strict tool calling, ``auto``) with it.
+XGRAMMAR_MODELS = {
+    "deepseek_v3": "deepseek_r1",
+    "deepseek_v31": "deepseek_v3_1",
+    "deepseek_v32": "deepseek_v3_2",
+    "deepseek_v4": "deepseek_v4",
+    "glm45": "glm_4_7",
+    "hermes": "hermes",
+    "kimi_k2": "kimi",
+    "kimi_k3": "kimi_k3",
+    "llama3_json": "llama",
+    "llama4_json": "llama",
+    "minimax_m2": "minimax",
+    "openai": "harmony",
+    "qwen3_coder": "qwen_3_coder",
+    "qwen3_xml": "qwen_3_coder",
+}
 _TOOL_CLASSES: dict[str | None, type[ChatfmtToolParser]] = {None: ChatfmtToolParser}
 _REASONING_CLASSES: dict[str | None, type[ChatfmtReasoningParser]] = {None: ChatfmtReasoningParser}
 
@@ -456,7 +492,11 @@ def tool_parser_class(name: str | None) -> type[ChatfmtToolParser]:
         cls = _TOOL_CLASSES[name] = type(
             _class_name("ToolParser", name),
             (ChatfmtToolParser,),
-            {"chatfmt_parser": name, "__module__": __name__},
+            {
+                "chatfmt_parser": name,
+                "structural_tag_model": XGRAMMAR_MODELS.get(name),
+                "__module__": __name__,
+            },
         )
     return cls
 

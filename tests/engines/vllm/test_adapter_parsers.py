@@ -13,7 +13,9 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("vllm.tool_parsers", reason="vLLM is not installed (tests/engines/vllm/setup.sh)")
+pytest.importorskip(
+    "vllm.tool_parsers", reason="vLLM is not installed (tests/engines/vllm/setup.sh)"
+)
 
 from importlib.metadata import entry_points
 
@@ -235,3 +237,21 @@ def test_prompt_that_opens_thinking(tokenizer: Any) -> None:
     parser.set_prompt_token_ids([1, 2, think])
     assert parser.extract_reasoning("A plan</think>Answer", request()) == ("A plan", "Answer")
     assert parser.is_reasoning_end([think, 5, end]) and not parser.is_reasoning_end([think, 5])
+
+
+def test_structural_tag_models_match_vllms_parsers() -> None:
+    for name, model in cv.XGRAMMAR_MODELS.items():
+        module_path, class_name = ToolParserManager.lazy_parsers[name]
+        own = getattr(importlib.import_module(module_path), class_name)
+        assert own.structural_tag_model == model, name
+        assert cv.tool_parser_class(name).structural_tag_model == model
+
+
+def test_thinking_switched_off_by_the_request(tokenizer: Any) -> None:
+    cls = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")
+    parser = cls(tokenizer, chat_template_kwargs={"enable_thinking": False})
+    assert parser.extract_reasoning("Just the answer.", request()) == (None, "Just the answer.")
+    assert cls(tokenizer).extract_reasoning("Thinking</think>Answer", request()) == (
+        "Thinking",
+        "Answer",
+    )

@@ -112,6 +112,13 @@ def _swap_parsers() -> None:
         ),
     ):
         eager: dict[str, Any] = getattr(manager, registry)
+        # vLLM's parser modules first, so that a vLLM parser built on another (LongCat on
+        # Hermes) keeps vLLM's base class; then the replacements
+        for module_path, _ in set(manager.lazy_parsers.values()):
+            try:
+                importlib.import_module(module_path)
+            except Exception:  # a module that does not import here: its tests fail in both passes
+                continue
         for name, (module_path, class_name) in sorted(manager.lazy_parsers.items()):
             target = aliases.get(name, name)
             if target not in table:
