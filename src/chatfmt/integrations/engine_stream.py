@@ -19,7 +19,8 @@ shares; the adapters only translate its results into the engine's own message ty
 * The bookkeeping the engines' serving layers read at stream end is kept after every step:
   ``prev_tool_call_arr`` (one ``{"name", "arguments"}`` per call, ``arguments`` the argument
   text streamed so far), ``streamed_args_for_tool`` (the same text per call) and
-  ``current_tool_id`` (index of the last call, ``-1`` before any). The two lists always
+  ``current_tool_id`` (index of the last call, ``-1`` before any). The two lists are made
+  when read (the argument pieces are joined then, so a stream stays linear in its length). The two lists always
   agree, so an engine's "send the rest of the arguments" step
   (``prev_tool_call_arr[-1]["arguments"]`` minus ``streamed_args_for_tool[-1]``) sends
   nothing twice: every argument piece has already been returned in a :class:`Step`.
@@ -110,26 +111,16 @@ def _step(deltas: Iterable[Delta]) -> Step:
 class EngineStream:
     """One request's stream: ``feed`` text pieces, then ``finish`` (see module doc)."""
 
-    __slots__ = (
-        "_args",
-        "_parser",
-        "current_tool_id",
-        "errors",
-        "prev_tool_call_arr",
-        "streamed_args_for_tool",
-    )
+    __slots__ = ("_args", "_names", "_parser", "current_tool_id", "errors")
 
     def __init__(self, parser: StreamParser) -> None:
         self._parser = parser
-        #: One ``{"name": str, "arguments": str}`` per call (the argument text streamed so far).
-        self.prev_tool_call_arr: list[dict[str, Any]] = []
-        #: The argument text sent per call (always equal to ``prev_tool_call_arr``'s).
-        self.streamed_args_for_tool: list[str] = []
         #: Index of the last call started (``-1`` before any).
         self.current_tool_id = -1
         #: Why each flagged call is invalid (call index → reason).
         self.errors: dict[int, str] = {}
-        self._args: list[list[str]] = []
+        self._names: list[str] = []
+        self._args: list[list[str]] = []  # argument pieces per call, joined when read
 
     @property
     def parser(self) -> StreamParser:
@@ -140,6 +131,24 @@ class EngineStream:
     def finish_reason(self) -> str | None:
         """``"stop"``, ``"tool_calls"`` or ``"length"`` once finished, else ``None``."""
         return self._parser.finish_reason
+
+    @property
+    def streamed_args_for_tool(self) -> list[str]:
+        """The argument text sent per call (a new list; joined once per read)."""
+        out = []
+        for pieces in self._args:
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+            out.append(pieces[0] if pieces else "")
+        return out
+
+    @property
+    def prev_tool_call_arr(self) -> list[dict[str, Any]]:
+        """One ``{"name", "arguments"}`` per call: the argument text streamed so far."""
+        return [
+            {"name": name, "arguments": args}
+            for name, args in zip(self._names, self.streamed_args_for_tool)
+        ]
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Step:
         """The next piece of output text (and the ids of its tokens, when known)."""
@@ -156,23 +165,20 @@ class EngineStream:
         return step
 
     def _book(self, pieces: list[CallPiece]) -> None:
-        arr, sent, args = self.prev_tool_call_arr, self.streamed_args_for_tool, self._args
+        names, args = self._names, self._args
         for piece in pieces:
             i = piece.index
-            while len(arr) <= i:
-                arr.append({"name": "", "arguments": ""})
-                sent.append("")
+            while len(names) <= i:
+                names.append("")
                 args.append([])
             if piece.name is not None:
-                arr[i]["name"] = piece.name
+                names[i] = piece.name
             if piece.arguments:
                 args[i].append(piece.arguments)
-                text = sent[i] + piece.arguments
-                sent[i] = text
-                arr[i]["arguments"] = text
             if piece.error is not None:
                 self.errors[i] = piece.error
-            self.current_tool_id = max(self.current_tool_id, i)
+            if i > self.current_tool_id:
+                self.current_tool_id = i
 
     def arguments_object(self, index: int) -> Any:
         """The decoded arguments of call ``index`` (``None`` if they are not valid JSON)."""

@@ -198,9 +198,24 @@ class ChatfmtToolParser(ToolParser):
         stream = self._stream
         if stream is None:
             stream = self._stream = self._plan.stream(self._tools_of(request))
-            self.prev_tool_call_arr = stream.prev_tool_call_arr
-            self.streamed_args_for_tool = stream.streamed_args_for_tool
         return stream
+
+    # vLLM reads these at the end of a stream (the rest of the last call's arguments)
+    @property
+    def prev_tool_call_arr(self) -> list[dict[str, Any]]:
+        return self._stream.prev_tool_call_arr if self._stream is not None else []
+
+    @prev_tool_call_arr.setter
+    def prev_tool_call_arr(self, value: list[dict[str, Any]]) -> None:
+        """Set by vLLM's constructor only (the stream's own bookkeeping is what is read)."""
+
+    @property
+    def streamed_args_for_tool(self) -> list[str]:
+        return self._stream.streamed_args_for_tool if self._stream is not None else []
+
+    @streamed_args_for_tool.setter
+    def streamed_args_for_tool(self, value: list[str]) -> None:
+        """Set by vLLM's constructor only."""
 
     def extract_tool_calls_streaming(
         self,
@@ -276,7 +291,7 @@ class ChatfmtReasoningParser(ReasoningParser):
 
     def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(tokenizer, *args, **kwargs)
-        self._plan, self._open_id, self._close_id = self.plan_for(tokenizer)
+        self._plan, self._open, self._close = self.plan_for(tokenizer)
         self._stream: EngineStream | None = None
         self._ended = False
         # without a prompt, as vLLM reads it: see IMPLICIT_START
@@ -295,8 +310,8 @@ class ChatfmtReasoningParser(ReasoningParser):
             self._prefilled = True
 
     @classmethod
-    def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, int | None, int | None]:
-        """The cached plan and the ids of the reasoning block's markers (if single tokens)."""
+    def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, Marker, Marker]:
+        """The cached plan and the token ids of the reasoning block's markers (``()``: none)."""
         key = (cls, id(tokenizer))
         hit = _REASONING_PLANS.get(key)
         if hit is not None and hit[0] is tokenizer:
@@ -309,7 +324,7 @@ class ChatfmtReasoningParser(ReasoningParser):
         plan = stream_plan(target, tokenizer=tokenizer, parser="plain", reasoning_parser=reasoning)
         factory = _setup(plan.target, plan.base)[2].reasoning
         ids = [
-            _token_id(tokenizer, getattr(factory, attr, None))
+            _marker_ids(tokenizer, getattr(factory, attr, None))
             for attr in ("open_marker", "close_marker")
         ]
         found = (plan, ids[0], ids[1])
@@ -319,30 +334,23 @@ class ChatfmtReasoningParser(ReasoningParser):
     # ---------------------------------------------------------------- token ids
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
         """Whether ``input_ids`` close the reasoning block (its end marker after its opener)."""
-        close = self._close_id
-        if close is None:
-            return False
         ids = list(input_ids)
-        last_close = _last(ids, close)
-        if last_close < 0:
-            return False
-        return self._open_id is None or _last(ids, self._open_id) < last_close
+        last_close = _last(ids, self._close)
+        return last_close >= 0 and _last(ids, self._open) < last_close
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
-        close = self._close_id
-        if close is None:
+        if not self._close:
             return list(input_ids)
-        at = _last(list(input_ids), close)
-        return list(input_ids[at + 1 :]) if at >= 0 else []
+        at = _last(list(input_ids), self._close)
+        return list(input_ids[at + len(self._close) :]) if at >= 0 else []
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """A prompt that ends inside an open reasoning block: the output starts in it."""
-        if self._open_id is None or self._stream is not None:
+        if not self._open or self._stream is not None:
             return
         ids = list(prompt_token_ids)
-        opened = _last(ids, self._open_id)
-        closed = _last(ids, self._close_id) if self._close_id is not None else -1
-        self._prefilled = opened >= 0 and opened > closed and not ids[opened + 1 :]
+        opened = _last(ids, self._open)
+        self._prefilled = opened >= 0 and opened > _last(ids, self._close)
 
     def adjust_initial_state_from_prompt(self, prompt_token_ids: Sequence[int]) -> None:
         self.set_prompt_token_ids(prompt_token_ids)
@@ -395,21 +403,26 @@ class ChatfmtReasoningParser(ReasoningParser):
         return DeltaMessage(content=step.content or None, reasoning=step.reasoning or None)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
+        """Tokens between the reasoning block's markers (from the start when it was prefilled)."""
         ids = list(token_ids)
-        if self._close_id is None:
+        if not self._close:
             return 0
-        end = _last(ids, self._close_id)
-        if end < 0:
-            return len(ids) if self._ended is False and self._stream is not None else 0
-        start = _last(ids[:end], self._open_id) + 1 if self._open_id is not None else 0
-        return max(end - start, 0)
+        end = _last(ids, self._close)
+        opened = _last(ids[: end if end >= 0 else len(ids)], self._open)
+        if opened < 0 and not self._prefilled:
+            return 0
+        start = opened + len(self._open) if opened >= 0 else 0
+        return max((end if end >= 0 else len(ids)) - start, 0)
 
 
 #: Reasoning parsers whose vLLM namesakes read output without a prompt as starting inside the
 #: reasoning block (their templates open it in the generation prompt).
 IMPLICIT_START = frozenset({"qwen3", "deepseek_r1", "think"})
 
-_REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, int | None, int | None]]] = {}
+#: The token ids of a marker (``()``: no marker, or the tokenizer cannot say).
+Marker = tuple[int, ...]
+
+_REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, Marker, Marker]]] = {}
 _PREFILLED: dict[tuple[int, bool], tuple[StreamPlan, StreamPlan]] = {}
 
 
@@ -435,24 +448,30 @@ def _answer_started(stream: EngineStream, step: Step) -> bool:
     return bool(step.content or step.calls)
 
 
-def _last(ids: list[int], token: int | None) -> int:
-    if token is None:
+def _last(ids: list[int], marker: Marker) -> int:
+    """Where the last occurrence of ``marker`` starts in ``ids`` (``-1``: none)."""
+    n = len(marker)
+    if not n:
         return -1
-    for i in range(len(ids) - 1, -1, -1):
-        if ids[i] == token:
+    first = marker[0]
+    for i in range(len(ids) - n, -1, -1):
+        if ids[i] == first and tuple(ids[i : i + n]) == marker:
             return i
     return -1
 
 
-def _token_id(tokenizer: Any, marker: str | None) -> int | None:
+def _marker_ids(tokenizer: Any, marker: str | None) -> Marker:
+    """The ids of ``marker``: its special token, else how the tokenizer encodes it."""
     if not marker:
-        return None
+        return ()
     try:
-        vocab = tokenizer.get_vocab()
-    except Exception:  # an engine tokenizer without a vocabulary: markers decided by text
-        return None
-    tid = vocab.get(marker)
-    return tid if isinstance(tid, int) else None
+        tid = tokenizer.get_vocab().get(marker)
+        if isinstance(tid, int):
+            return (tid,)
+        ids = tokenizer.encode(marker, add_special_tokens=False)
+    except Exception:  # an engine tokenizer that cannot say: markers decided by text alone
+        return ()
+    return tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else ()
 
 
 # --------------------------------------------------------------------------- registration

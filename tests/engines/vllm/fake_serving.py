@@ -142,13 +142,21 @@ def serving(path: Path, tool_parser: str | None, reasoning_parser: str | None) -
     )
 
 
+#: Tokens of context the fake detokenizer decodes each step with.
+_CONTEXT = 6
+
+
 def outputs(tokenizer: Any, text: str, step: int) -> list[RequestOutput]:
     """The engine's outputs for ``text``: ``step`` tokens at a time, then the finish."""
     ids = tokenizer.encode(text, add_special_tokens=False)
-    out, sent = [], ""
+    out = []
     for i in range(0, len(ids), step):
-        decoded = tokenizer.decode(ids[: i + step], skip_special_tokens=False)
-        delta, sent = decoded[len(sent) :], decoded
+        # the new text of these tokens, decoded after a few tokens of context (linear, as an
+        # engine's incremental detokenizer is)
+        lo = max(0, i - _CONTEXT)
+        before = tokenizer.decode(ids[lo:i], skip_special_tokens=False)
+        upto = tokenizer.decode(ids[lo : i + step], skip_special_tokens=False)
+        delta = upto[len(before) :]
         out.append(_output([CompletionOutput(0, delta, ids[i : i + step], 0.0, None)], False))
     last = out[-1].outputs[0]
     last.finish_reason = "stop"
