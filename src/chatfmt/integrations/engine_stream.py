@@ -202,6 +202,8 @@ def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
             data = dump(exclude_none=True)
         else:
             data = {k: getattr(tool, k) for k in ("type", "function", "name") if hasattr(tool, k)}
+        if not isinstance(data, Mapping):
+            continue  # not a tool object (nothing to check call names or types against)
         if "function" not in data and "name" in data:  # a flat Responses-API function tool
             data = {"type": "function", "function": data}
         fn = data.get("function")

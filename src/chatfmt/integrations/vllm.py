@@ -133,6 +133,8 @@ class ChatfmtToolParser(ToolParser):
             request = super().adjust_request(request)
         if getattr(request, "tools", None) and getattr(request, "tool_choice", None) != "none":
             request.skip_special_tokens = False  # markers that are special tokens stay in the text
+            if hasattr(request, "spaces_between_special_tokens"):
+                request.spaces_between_special_tokens = False
         return request
 
     def _constrain(self, request: Any) -> Any:
@@ -358,6 +360,8 @@ class ChatfmtReasoningParser(ReasoningParser):
     def adjust_request(self, request: Any) -> Any:
         if hasattr(request, "skip_special_tokens"):
             request.skip_special_tokens = False
+        if hasattr(request, "spaces_between_special_tokens"):
+            request.spaces_between_special_tokens = False  # markers of several tokens stay whole
         return request
 
     # ---------------------------------------------------------------- whole
