@@ -7,7 +7,7 @@
 set -euo pipefail
 VLLM_VERSION="${VLLM_VERSION:-0.33.0}"
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
-ENV="$ROOT/.engines/vllm"
+ENV="${VLLM_ENV:-$ROOT/.engines/vllm}"
 SRC="$ROOT/.engines/vllm-src"
 PY="${PYTHON:-python3.11}"
 

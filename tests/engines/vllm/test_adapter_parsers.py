@@ -191,10 +191,15 @@ def test_adjust_request_keeps_special_tokens(tokenizer: Any) -> None:
 
 
 def test_tool_choice_left_to_vllm_by_default(tokenizer: Any) -> None:
-    cls = ToolParserManager.get_tool_parser("chatfmt-hermes")
-    assert cls.supports_required_and_named
-    req = cls(tokenizer).adjust_request(request(tools=TOOLS, tool_choice="required"))
-    assert req.structured_outputs is not None and req.structured_outputs.json is not None
+    ours = ToolParserManager.get_tool_parser("chatfmt-hermes")
+    module_path, class_name = ToolParserManager.lazy_parsers["hermes"]
+    own = getattr(importlib.import_module(module_path), class_name)
+    assert ours.supports_required_and_named == own.supports_required_and_named
+    assert ours.structural_tag_model == own.structural_tag_model
+    for choice in ("required", "auto"):
+        a = ours(tokenizer).adjust_request(request(tools=TOOLS, tool_choice=choice))
+        b = own(tokenizer).adjust_request(request(tools=TOOLS, tool_choice=choice))
+        assert a.structured_outputs == b.structured_outputs
 
 
 def test_tool_choice_by_chatfmt_constraints(
