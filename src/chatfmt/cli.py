@@ -209,6 +209,14 @@ def render_cmd(
             "would drop (by default written as the model writes it).",
         ),
     ] = False,
+    lossless: Annotated[
+        bool,
+        typer.Option(
+            "--lossless",
+            help="Refuse what the format's own rules leave out of the history (earlier "
+            "turns' reasoning, tools with no definition section) instead of dropping it.",
+        ),
+    ] = False,
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -240,6 +248,7 @@ def render_cmd(
         now=now,
         options=options,
         strict_history=strict_history,
+        lossless=lossless,
     )
     tpl = with_tool_format_option(get_template(template), tool_format)
     if as_json:  # segments: a Jinja template whose output hides the messages has none

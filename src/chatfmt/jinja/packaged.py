@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
+from ..history_rules import KEEPS_ALL, HistoryRules
 from ..protocol import Conversation, Message
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
@@ -64,6 +65,7 @@ class PackagedTemplate(JinjaTemplate):
         calls_in_content: Callable[[Message], str] | None = None,
         calls_turn_text: tuple[str, str] | None = None,
         source: str | None = None,
+        history: HistoryRules = KEEPS_ALL,
     ) -> None:
         source = source or official_source(file)
         if source is None:
@@ -89,6 +91,8 @@ class PackagedTemplate(JinjaTemplate):
         #: writes its calls as text in it: the message's content with its calls written as
         #: the model writes them (history then keeps them). ``None``: the calls are refused.
         self.calls_in_content = calls_in_content
+        #: What the official file leaves out of the history by the format's rules.
+        self.history = history
         if description:
             self.description = description
         self._init_args: dict[str, Any] = {
@@ -105,6 +109,7 @@ class PackagedTemplate(JinjaTemplate):
             "text_beside_calls": text_beside_calls,
             "calls_turn_text": calls_turn_text,
             "calls_in_content": calls_in_content,
+            "history": history,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -70,6 +70,7 @@ class RecognizedTemplate(Template):
             "reasoning_parser_class",
             "prefix_stable",
             "default_tool_format",
+            "history",
         ):
             setattr(self, attr, getattr(native, attr))
         self.control_tokens = tuple(dict.fromkeys((*native.control_tokens, *jinja.control_tokens)))
@@ -153,6 +154,7 @@ class RecognizedTemplate(Template):
             {**tpl.default_options, **opts},
             text_only=ctx.builder is TextSink,
             strict_history=ctx.strict_history,
+            lossless=ctx.lossless,
         )
         return tpl.render_conversation(conv, sub)
 

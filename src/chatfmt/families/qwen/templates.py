@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_THINKING_DROPPED
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
@@ -226,6 +227,7 @@ class Qwen3Template(_QwenToolsBase):
     """Qwen3 (hybrid thinking): ``<think>`` kept only for turns after the last user query."""
 
     name = "qwen3"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("qwen-3", "qwen3-instruct")
     model_ids = (
         "Qwen/Qwen3-0.6B",
@@ -316,6 +318,7 @@ class QwQTemplate(_QwenToolsBase):
     """
 
     name = "qwq"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("qwq-32b", "qwq32b")
     model_ids = ("Qwen/QwQ-32B", "Qwen/QwQ-32B-AWQ")
     model_patterns = (r"qwq(?!.*preview)",)
