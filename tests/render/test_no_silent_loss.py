@@ -496,3 +496,19 @@ def test_lfm2_writes_tool_calls_of_earlier_turns_as_the_model_does(name: str) ->
     with pytest.raises(UnsupportedFeatureError) as err:
         chatfmt.render(msgs, name, tools=TOOLS_PAIR, strict_history=True)
     assert (err.value.index, err.value.field) == (1, "tool_calls[0]")
+
+
+def test_a_recognized_official_file_keeps_its_formats_rules() -> None:
+    """Qwen3's official Jinja, loaded from a file, is recognized as the native ``qwen3``: its
+    declared rules are the native template's, whichever of the two renders a call."""
+    from _support import TEMPLATES as REFERENCE
+    from _support import require_shared
+
+    require_shared()
+    tpl = chatfmt.get_template(REFERENCE / "Qwen-Qwen3-0.6B.jinja")
+    assert tpl.history == chatfmt.get_template("qwen3").history
+    msgs = _history("reasoning_content")
+    for options in ({}, {"enable_thinking": False}):  # native and Jinja backends
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(msgs, add_generation_prompt=False, lossless=True, **options)
+        assert (err.value.index, err.value.field) == (1, "reasoning_content")

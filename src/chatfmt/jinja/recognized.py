@@ -73,6 +73,9 @@ class RecognizedTemplate(Template):
             "history",
         ):
             setattr(self, attr, getattr(native, attr))
+        # the source is the native format: the same rules of what it leaves out, whichever
+        # of the two renders a call
+        jinja.history = native.history
         self.control_tokens = tuple(dict.fromkeys((*native.control_tokens, *jinja.control_tokens)))
         self._reads = jinja.variables_read
         self._native_options = native.default_options
