@@ -88,8 +88,9 @@ def templates_markdown() -> str:
         return "<br>".join(f"`{v}`" for v in values).replace("|", "\\|")
 
     lines = [
-        "| name | aliases | model ids | source of truth | tools | reasoning | stop words |",
-        "|---|---|---|---|---|---|---|",
+        "| name | aliases | model ids | source of truth | tools | reasoning | stop words "
+        "| left out of the history |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in list_templates():
         cfg = t.generation_config
@@ -98,7 +99,7 @@ def templates_markdown() -> str:
         lines.append(
             f"| `{t.name}` | {cell(list(t.aliases))} | {cell(list(t.model_ids))} | {source} "
             f"| {'yes' if t.supports_tools else 'no'} | {'yes' if t.supports_reasoning else 'no'} "
-            f"| {cell(stops)} |"
+            f"| {cell(stops)} | {t.history.summary(t.supports_tools).replace('<', '&lt;')} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -120,6 +120,19 @@ class HistoryRules:
             out.append(Drop(None, "tools", "the format has no section for tool definitions"))
         return out
 
+    def summary(self, supports_tools: bool = True) -> str:
+        """One line for the template catalogue (``chatfmt templates --markdown``)."""
+        parts = []
+        if self.reasoning is not Shown.ALL:
+            parts.append(f"reasoning shown: {self.reasoning.value}")
+        if self.think_in_content is not Shown.ALL:
+            parts.append(f"<think> in content: {self.think_in_content.value}")
+        if supports_tools and not self.tool_definitions:
+            parts.append("no tool definitions")
+        if parts and self.kept_by is not None:
+            parts.append(f"kept with {self.kept_by[0]}={self.kept_by[1]}")
+        return "; ".join(parts) or "—"
+
     def to_dict(self, supports_tools: bool = True) -> dict[str, Any]:
         """A JSON-friendly form (``Template.info()``, ``chatfmt show``)."""
         return {
