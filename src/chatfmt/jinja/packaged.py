@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -259,10 +260,11 @@ def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
         for k, call in enumerate(m.tool_calls):
             if call.type != "function":
                 continue
-            at = text.find(call.name, start)
-            if at < 0:
+            # the name as a word of its own (a call named "f" is not in "of_sentence")
+            found = re.compile(rf"(?<!\w){re.escape(call.name)}(?!\w)").search(text, start)
+            if found is None:
                 return m.index, f"tool_calls[{k}]"
-            start = at + len(call.name)
+            start = found.end()
         thought = (m.reasoning_content or "").strip()
         if thought and m.index > last_user and thought not in text:
             return m.index, "reasoning_content"
