@@ -284,18 +284,21 @@ class Qwen3Template(_QwenToolsBase):
             content = raw.split("</think>")[-1].lstrip("\n")
             reasoning = raw.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
         last = pos == len(msgs) - 1
+        shown = content
         if pos > last_query and (last or reasoning):
             b.control(_ASSISTANT, m.index)
             b.control("<think>\n", m.index, True)
             b.content(reasoning.strip("\n"), m.index, True)
             b.control("\n</think>\n\n", m.index, True)
-            content = content.lstrip("\n")
+            # the official template prints the content without its leading newlines but
+            # tests the unstripped content before the first call (a "\n" reply still adds one)
+            shown = content.lstrip("\n")
         elif not m.tool_calls:  # the common reply: one turn
             b.turn(_ASSISTANT, content, IM_END, "\n", m.index, True)
             return
         else:
             b.control(_ASSISTANT, m.index)
-        b.content(content, m.index, True)
+        b.content(shown, m.index, True)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)
             if j > 0 or content:
