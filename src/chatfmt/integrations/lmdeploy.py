@@ -76,9 +76,24 @@ class ChatfmtToolParser(ToolParser):
 
 
 class ChatfmtReasoningParser(ReasoningParser):
-    """Marks a chatfmt reasoning parser in LMDeploy's registry (its markers are chatfmt's)."""
+    """Marks a chatfmt reasoning parser in LMDeploy's registry (its markers are chatfmt's).
+
+    Under a replaced built-in name (``register(replace=…)``) it starts in reasoning mode
+    exactly when that built-in parser would (DeepSeek-V3 only with ``enable_thinking``).
+    """
 
     engine_name: ClassVar[str] = TEMPLATE_NAME
+    #: The LMDeploy parser whose name this class took over, if any.
+    builtin: ClassVar[type[ReasoningParser] | None] = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._kwargs = kwargs
+
+    def starts_in_reasoning_mode(self) -> bool:
+        """Whether the output starts inside the reasoning block (LMDeploy's default: yes)."""
+        builtin = type(self).builtin
+        return builtin(**self._kwargs).starts_in_reasoning_mode() if builtin else True
 
     @classmethod
     def validate_tokenizer(cls, tokenizer: Any) -> None:
@@ -146,21 +161,36 @@ class ChatfmtResponseParser(BaseResponseParser):
         self._kwargs = type(self).chat_template_kwargs_from_request(request)
         self.enable_thinking = self._kwargs.get("enable_thinking", self._kwargs.get("thinking"))
         self.request = normalize_chat_request(dump_tools(request))
-        self.reasoning_parser = reasoning_cls() if reasoning_cls else None
+        self.reasoning_parser = reasoning_cls(**self._kwargs) if reasoning_cls else None
         self.tool_parser = tool_cls() if tool_cls else None
-        self.reasoning_tokens = None
         reasoning = _engine_name(reasoning_cls) if self.enable_thinking is not False else None
+        self.reasoning_enabled = bool(
+            reasoning is not None
+            and self.reasoning_parser is not None
+            and self.reasoning_parser.starts_in_reasoning_mode()
+        )
         plan = engine_plan(
             _engine_name(tool_cls) if tools else None,
             reasoning,
             type(self).tokenizer,
             # LMDeploy's convention: a reasoning model starts in its reasoning block
-            prefilled=True if reasoning is not None and reasoning != TEMPLATE_NAME else None,
+            prefilled=self.reasoning_enabled if reasoning not in (None, TEMPLATE_NAME) else None,
         )
+        self._count_reasoning_tokens(reasoning is not None)
         self._plan = plan
         self._tools = tools
         self._chatfmt = plan.stream(tools)
         self._started = False
+
+    def _count_reasoning_tokens(self, reasoning: bool) -> None:
+        """LMDeploy's usage figure: tokens between ``<think>`` and ``</think>`` (by id)."""
+        self._mode = self.MODE_REASONING if self.reasoning_enabled else self.MODE_PLAIN
+        self._reasoning_open_tag, self._reasoning_close_tag = "<think>", "</think>"
+        self.reasoning_parser = self.reasoning_parser if reasoning else None
+        try:
+            self._initialize_reasoning_token_counter()
+        except (KeyError, AttributeError, TypeError):  # markers that are no tokens: no figure
+            self.reasoning_tokens = None
 
     def stream_chunk(
         self, delta_text: str, delta_token_ids: list[int], **kwargs: Any
@@ -172,6 +202,7 @@ class ChatfmtResponseParser(BaseResponseParser):
         if not delta_text and not delta_token_ids and not self._started:
             return [(DeltaMessage(role="assistant", content=""), False)]
         self._started = self._started or bool(delta_text)
+        self._update_reasoning_tokens(delta_token_ids)
         step = stream.feed(delta_text or "")
         if kwargs.get("final"):
             last = stream.finish()
@@ -194,6 +225,10 @@ class ChatfmtResponseParser(BaseResponseParser):
         """A whole output: ``(content, tool_calls, reasoning_content)``."""
         if self._chatfmt is None:
             return super().parse_complete(text, token_ids, **kwargs)
+        if self.reasoning_tokens is not None:
+            self.reasoning_tokens = 0
+            self._counting_reasoning_tokens = self.reasoning_enabled
+            self._update_reasoning_tokens(token_ids or [])
         found = extract(self._plan, text, tools=self._tools)
         calls = [
             ToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.arguments))
@@ -240,6 +275,11 @@ def register(replace: bool | Mapping[str, Mapping[str, str]] = False) -> None:
     for kind, pairs in wanted.items():
         for builtin, name in pairs.items():
             cls = _class_for(kind, EngineParser(f"chatfmt-{name}", name))
+            original = registries[kind].module_dict.get(builtin)
+            if _is_chatfmt(original):
+                continue  # replaced already
+            if kind == "reasoning":  # keeps the built-in parser's start mode
+                cls = type(cls.__name__, (cls,), {"builtin": original, "__module__": __name__})
             registries[kind].register_module(name=builtin, force=True, module=cls)
 
 

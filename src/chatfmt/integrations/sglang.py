@@ -12,12 +12,15 @@ starts SGLang's own server unchanged. See ``docs/engines-lmdeploy-sglang.md``.
 Each detector streams through one :class:`~chatfmt.parsing.StreamParser` per request (from a
 plan cached per tokenizer and name) and keeps the bookkeeping SGLang's serving layer reads at
 the end of a stream (``prev_tool_call_arr``, ``streamed_args_for_tool``) consistent, so no
-argument text is sent twice. ``tool_choice`` required or named stays with SGLang's own
-JSON-array constraint (chatfmt's detectors declare no structural tag).
+argument text is sent twice. Whole outputs follow SGLang's conventions (content stripped;
+an output whose calls are all invalid is all content). For ``tool_choice`` required or named,
+formats with one JSON object per call between markers give SGLang their structural tag; the
+others leave it to SGLang's JSON-array constraint.
 """
 
 from __future__ import annotations
 
+import functools
 import runpy
 import sys
 from collections.abc import Mapping, Sequence
@@ -33,7 +36,8 @@ from sglang.srt.parser.reasoning_parser import BaseReasoningFormatDetector
 from sglang.srt.parser.reasoning_parser import StreamingParseResult as ReasoningResult
 
 from ..errors import UnsupportedFeatureError
-from .engine_names import TEMPLATE_NAME, EngineParser, engine_names, engine_plan
+from ..parsing import TOOL_PARSERS, ToolCallFormat
+from .engine_names import TEMPLATE_NAME, EngineParser, chatfmt_name, engine_names, engine_plan
 from .engine_stream import EngineStream, Step, extract
 
 __all__ = [
@@ -75,6 +79,25 @@ def _tool_items(step: Step) -> list[ToolCallItem]:
     ]
 
 
+@functools.cache
+def _json_call_format(engine_name: str, target: Any) -> ToolCallFormat | None:
+    """The format of ``engine_name`` when a call is one JSON object between markers."""
+    from ..constraints.format_of import _declared, tool_call_format
+
+    name = chatfmt_name(engine_name)
+    forms: tuple[ToolCallFormat, ...] = ()
+    if name is None:
+        found = tool_call_format(target)
+        forms = (found,) if found is not None else ()
+    else:
+        forms = _declared(TOOL_PARSERS[name])
+    if len(forms) != 1:
+        return None
+    fmt = forms[0]
+    plain = fmt.encoding == "json_call" and fmt.call_begin and not fmt.calls_begin
+    return fmt if plain else None
+
+
 def _tool_dicts(tools: Sequence[Any] | None) -> list[Any] | None:
     return list(tools) if tools else None
 
@@ -89,6 +112,9 @@ class ChatfmtToolDetector(BaseFormatDetector):
         super().__init__()
         self._plan = engine_plan(self.engine_name, None, tokenizer)
         self._stream: EngineStream | None = None
+        self._json_call = _json_call_format(self.engine_name, self._plan.target)
+        if self._json_call is not None:
+            self.bot_token, self.eot_token = self._json_call.call_begin, self._json_call.call_end
 
     def _open(self, tools: Sequence[Any] | None) -> EngineStream:
         stream = self._stream
@@ -125,27 +151,38 @@ class ChatfmtToolDetector(BaseFormatDetector):
         calls = [
             ToolCallItem(tool_index=places.get(c.name, -1), name=c.name, parameters=c.arguments)
             for c in found.calls
+            if c.error is None
         ]
-        return StreamingParseResult(normal_text=found.content or "", calls=calls)
+        if found.calls and not calls:  # SGLang's whole-text rule: no valid call, all text
+            return StreamingParseResult(normal_text=text, calls=[])
+        # SGLang's whole-text content is stripped
+        return StreamingParseResult(normal_text=(found.content or "").strip(), calls=calls)
 
     def has_tool_call(self, text: str) -> bool:
-        """Whether ``text`` holds a tool call in this format."""
-        return bool(extract(self._plan, text).calls)
+        """Whether ``text`` holds a valid tool call in this format."""
+        return any(call.error is None for call in extract(self._plan, text).calls)
 
     def supports_structural_tag(self) -> bool:
-        """No: required and named ``tool_choice`` use SGLang's JSON-array constraint."""
-        return False
+        """Whether the format is one JSON object per call between markers (see below)."""
+        return self._json_call is not None
 
     def structure_info(self) -> Any:
-        """Not provided (see :meth:`supports_structural_tag`)."""
+        """Begin/end/trigger of a call, for SGLang's structural tags (JSON-object formats)."""
+        fmt = self._json_call
+        if fmt is None:
 
-        def info(name: str) -> StructureInfo:
-            raise UnsupportedFeatureError(
-                f"{self.engine_name}: chatfmt's SGLang detectors give no structural tag "
-                f"(tool {name!r}); required/named tool_choice uses SGLang's JSON array"
-            )
+            def refuse(name: str) -> StructureInfo:
+                raise UnsupportedFeatureError(
+                    f"{self.engine_name}: this format has no JSON-object call to constrain "
+                    f"(tool {name!r}); required/named tool_choice uses SGLang's JSON array"
+                )
 
-        return info
+            return refuse
+        return lambda name: StructureInfo(
+            begin=f'{fmt.call_begin}{{"{fmt.name_key}": "{name}", "{fmt.args_key}": ',
+            end="}" + fmt.call_end,
+            trigger=fmt.call_begin,
+        )
 
 
 class ChatfmtReasoningDetector(BaseReasoningFormatDetector):
