@@ -176,7 +176,11 @@ def adapter_tests(engine: Engine) -> int:
         os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CHATFMT_SHARED=shared_dir()
     )
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
-    cmd = [str(engine.python), "-m", "pytest", "-q", "-p", "no:cacheprovider", str(engine.here)]
+    ini = engine.env / "results" / "adapter.ini"
+    ini.parent.mkdir(exist_ok=True)
+    ini.write_text("[pytest]\nmarkers =\n    slow: slower than ~2 s\n")
+    cmd = [str(engine.python), "-m", "pytest", "-q", "-c", str(ini), f"--rootdir={ROOT}"]
+    cmd += ["-p", "no:cacheprovider", f"--confcutdir={engine.here}", str(engine.here)]
     return subprocess.run(cmd, cwd=ROOT, env=env, check=False).returncode
 
 
