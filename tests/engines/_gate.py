@@ -175,7 +175,9 @@ def adapter_tests(engine: Engine) -> int:
     env = dict(
         os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", CHATFMT_SHARED=shared_dir()
     )
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests")])
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "src"), str(ROOT / "tests" / "engines"), str(engine.here)]
+    )
     ini = engine.env / "results" / "adapter.ini"
     ini.parent.mkdir(exist_ok=True)
     ini.write_text("[pytest]\nmarkers =\n    slow: slower than ~2 s\n")

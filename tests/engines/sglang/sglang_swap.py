@@ -12,6 +12,10 @@ import sys
 import types
 import unittest
 
+import cpu_torchvision
+
+cpu_torchvision.declare()
+
 # SGLang's test helpers module imports its benchmark and multimodal stack (torchvision, which
 # needs CUDA torch); the parser tests take only CustomTestCase from it. Both passes use this.
 _helpers = types.ModuleType("sglang.test.test_utils")

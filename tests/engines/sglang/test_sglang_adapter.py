@@ -130,9 +130,15 @@ def test_registration_is_idempotent_and_replaces_nothing_unasked():
 
 @pytest.mark.slow
 def test_launcher_registers_then_runs_sglangs_cli():
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    here = Path(__file__).resolve().parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(here)]))
+    # python -m chatfmt.integrations.sglang --help, after the venv's torchvision shim
+    script = (
+        "import cpu_torchvision, runpy, sys; cpu_torchvision.declare(); sys.argv[1:] = ['--help'];"
+        " runpy.run_module('chatfmt.integrations.sglang', run_name='__main__', alter_sys=True)"
+    )
     done = subprocess.run(
-        [sys.executable, "-m", "chatfmt.integrations.sglang", "--help"],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         env=env,
