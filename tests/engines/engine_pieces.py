@@ -130,3 +130,16 @@ def check_whole(body: dict[str, Any]) -> None:
     ]
     assert calls == [("get_weather", {"city": "Paris"})]
     assert choice["finish_reason"] == "tool_calls"
+
+
+async def sse_events(body_iterator: Any) -> list[dict[str, Any]]:
+    """The JSON events of a streamed response body (``data: …`` lines, without ``[DONE]``)."""
+    import json
+
+    events = []
+    async for chunk in body_iterator:
+        text = chunk if isinstance(chunk, str) else chunk.decode()
+        for line in text.splitlines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                events.append(json.loads(line[len("data: ") :]))
+    return events

@@ -27,6 +27,7 @@ __all__ = [
     "engine_names",
     "engine_plan",
     "is_chatfmt_name",
+    "parser_class",
 ]
 
 #: The engine name of the parser that reads the model's own chat template.
@@ -49,6 +50,28 @@ def engine_names(kind: str) -> list[EngineParser]:
     return [EngineParser(TEMPLATE_NAME, None)] + [
         EngineParser(PREFIX + name, name) for name in sorted(names)
     ]
+
+
+_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def parser_class(base: type, parser: EngineParser) -> type:
+    """The subclass of an adapter ``base`` class for one engine name (made once, then reused).
+
+    The engine builds parsers from classes by name: each name gets its own class, with
+    ``engine_name`` set, so registering again finds the very same class.
+    """
+    key = (base, parser.engine_name)
+    found = _CLASSES.get(key)
+    if found is None:
+        label = (parser.chatfmt or "template").replace("-", "_").replace(".", "_")
+        found = type(
+            f"Chatfmt_{label}_{base.__name__}",
+            (base,),
+            {"engine_name": parser.engine_name, "__module__": base.__module__},
+        )
+        _CLASSES[key] = found
+    return found
 
 
 def chat_template_of(tokenizer: Any) -> str:

@@ -29,7 +29,7 @@ from lmdeploy.serve.parsers.response_parser import BaseResponseParser, ResponseP
 from lmdeploy.serve.parsers.tool_parser import ToolParser, ToolParserManager
 
 from ..errors import UnsupportedFeatureError
-from .engine_names import TEMPLATE_NAME, EngineParser, engine_names, engine_plan
+from .engine_names import TEMPLATE_NAME, EngineParser, engine_names, engine_plan, parser_class
 from .engine_stream import EngineStream, Step, extract
 
 __all__ = [
@@ -237,22 +237,8 @@ class ChatfmtResponseParser(BaseResponseParser):
         return found.content or None, calls or None, found.reasoning
 
 
-_CLASSES: dict[tuple[str, str], type] = {}
-
-
 def _class_for(kind: str, parser: EngineParser) -> type:
-    key = (kind, parser.engine_name)
-    found = _CLASSES.get(key)
-    if found is None:
-        base: type = ChatfmtToolParser if kind == "tool" else ChatfmtReasoningParser
-        label = (parser.chatfmt or "template").replace("-", "_").replace(".", "_")
-        found = type(
-            f"Chatfmt_{label}_{base.__name__}",
-            (base,),
-            {"engine_name": parser.engine_name, "__module__": __name__},
-        )
-        _CLASSES[key] = found
-    return found
+    return parser_class(ChatfmtToolParser if kind == "tool" else ChatfmtReasoningParser, parser)
 
 
 def register(replace: bool | Mapping[str, Mapping[str, str]] = False) -> None:

@@ -37,7 +37,14 @@ from sglang.srt.parser.reasoning_parser import StreamingParseResult as Reasoning
 
 from ..errors import UnsupportedFeatureError
 from ..parsing import TOOL_PARSERS, ToolCallFormat
-from .engine_names import TEMPLATE_NAME, EngineParser, chatfmt_name, engine_names, engine_plan
+from .engine_names import (
+    TEMPLATE_NAME,
+    EngineParser,
+    chatfmt_name,
+    engine_names,
+    engine_plan,
+    parser_class,
+)
 from .engine_stream import EngineStream, Step, extract
 
 __all__ = [
@@ -250,22 +257,8 @@ class ChatfmtReasoningDetector(BaseReasoningFormatDetector):
         return ReasoningResult(normal_text=step.content, reasoning_text=step.reasoning)
 
 
-_CLASSES: dict[tuple[str, str], type] = {}
-
-
 def _class_for(kind: str, parser: EngineParser) -> type:
-    key = (kind, parser.engine_name)
-    found = _CLASSES.get(key)
-    if found is None:
-        base: type = ChatfmtToolDetector if kind == "tool" else ChatfmtReasoningDetector
-        label = (parser.chatfmt or "template").replace("-", "_").replace(".", "_")
-        found = type(
-            f"Chatfmt_{label}_{base.__name__}",
-            (base,),
-            {"engine_name": parser.engine_name, "__module__": __name__},
-        )
-        _CLASSES[key] = found
-    return found
+    return parser_class(ChatfmtToolDetector if kind == "tool" else ChatfmtReasoningDetector, parser)
 
 
 def register(replace: bool | Mapping[str, Mapping[str, str]] = False) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
+from engine_pieces import sse_events
 from lmdeploy.serve.openai.protocol import ChatCompletionRequest
 
 MODEL = "fake-model"
@@ -141,12 +142,6 @@ def run_chat(
             if hasattr(response, "body"):  # an error response
                 return json.loads(response.body)
             return response.model_dump(mode="json") if hasattr(response, "model_dump") else response
-        events = []
-        async for chunk in response.body_iterator:
-            text = chunk if isinstance(chunk, str) else chunk.decode()
-            for line in text.splitlines():
-                if line.startswith("data: ") and line != "data: [DONE]":
-                    events.append(json.loads(line[len("data: ") :]))
-        return events
+        return await sse_events(response.body_iterator)
 
     return asyncio.run(call())

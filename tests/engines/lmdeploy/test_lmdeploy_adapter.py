@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("lmdeploy.serve.parsers", reason="LMDeploy is not installed (its own venv)")
 
+from engine_pieces import OUTPUT, TOOLS
 from lmdeploy.serve.openai.protocol import ChatCompletionRequest
 from lmdeploy.serve.parsers import ResponseParserManager
 from lmdeploy.serve.parsers.reasoning_parser import ReasoningParserManager
@@ -23,19 +24,6 @@ from lmdeploy.serve.parsers.tool_parser import ToolParserManager
 from chatfmt.integrations import lmdeploy as adapter
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
-OUTPUT = (
-    "<think>\nThe user wants the weather.\n</think>\n\nLet me look. "
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
-)
 
 
 def _parser(tool: str | None, reasoning: str | None, **request: object):

@@ -20,6 +20,7 @@ from typing import Any
 from unittest.mock import Mock
 
 import cpu_torchvision
+from engine_pieces import sse_events
 
 cpu_torchvision.declare()
 
@@ -140,12 +141,6 @@ def run_chat(
             return response.model_dump(mode="json")
         if not hasattr(response, "body_iterator"):  # an error response
             return json.loads(response.body)
-        events = []
-        async for chunk in response.body_iterator:
-            text = chunk if isinstance(chunk, str) else chunk.decode()
-            for line in text.splitlines():
-                if line.startswith("data: ") and line != "data: [DONE]":
-                    events.append(json.loads(line[len("data: ") :]))
-        return events
+        return await sse_events(response.body_iterator)
 
     return asyncio.run(call())
