@@ -21,6 +21,9 @@ PIP=("$ENV/bin/pip" install -q --disable-pip-version-check)
 "${PIP[@]}" "torch==2.13.0"
 "${PIP[@]}" --no-deps "sglang==$VERSION"
 "${PIP[@]}" -r "$ROOT/tests/engines/sglang/requirements.txt"
+# SGLang's serving modules import torchvision; PyPI's wheel is a CUDA build: installed without
+# its dependencies, it imports on CPU torch after cpu_torchvision.declare() (kernels unused)
+"${PIP[@]}" --no-deps "torchvision==0.28.0"
 "${PIP[@]}" --no-deps -e "$ROOT"
 
 TESTS=test/registered/unit/function_call
