@@ -33,6 +33,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 import aiohttp
@@ -136,6 +137,9 @@ async def one(
             if not first:
                 first = time.perf_counter() - start
             parts.append(text)
+        # the rest of the body (its end): the connection is then reused by the client's next
+        # request on every path, as the gateway's own client does with the engine's
+        await resp.content.read()
     return first, time.perf_counter() - start, "".join(parts)
 
 
@@ -207,6 +211,43 @@ async def steady(
     async with aiohttp.ClientSession(connector=connector) as session:
         await asyncio.gather(*(client(i, session) for i in range(n)))
     return {**_outcome(results, tags), "sent": sent}
+
+
+def _per_request(spent: Counter[str], name: str) -> str:
+    """``name``'s CPU milliseconds per request served (blank when not measured)."""
+    if name not in spent or not spent["requests"]:
+        return ""
+    return f"{spent[name] / spent['requests'] * 1000:.2f}"
+
+
+def _floor(
+    cpu: dict[tuple[str, str], Counter[str]], stats: dict[tuple[str, str], tuple[float, float]]
+) -> None:
+    """The gateway against this machine's floor, measured in the same rounds: the engine
+    writes each event once and the client reads it once; the gateway does both (reads the
+    engine's event, writes the client's), so its CPU per request is set against the
+    engine's plus the client's on the direct path. Its added TTFT is set against the
+    direct path's TTFT."""
+    direct = cpu.get(("direct", "completions"))
+    if not direct or not direct["requests"]:
+        return
+    engine = direct["engine"] / direct["requests"] * 1000
+    client = direct["client"] / direct["requests"] * 1000
+    d50 = stats.get(("direct", "completions"), (0.0, 0.0))[0]
+    print(
+        f"floor (direct rounds): the engine {engine:.2f} ms and the client {client:.2f} ms of "
+        f"CPU per request; relay floor (both) {engine + client:.2f} ms"
+    )
+    for key, spent in cpu.items():
+        if key[0] == "direct" or not spent["requests"] or key not in stats:
+            continue
+        gateway = spent["gateway"] / spent["requests"] * 1000
+        added = stats[key][0] - d50
+        print(
+            f"{key[0] + ' ' + key[1]:21} CPU per request {gateway / (engine + client):.2f}× "
+            f"the relay floor; added TTFT p50 {added / d50 if d50 else float('nan'):.2f}× "
+            "the direct TTFT p50"
+        )
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -304,9 +345,24 @@ def main() -> None:
             steady(target, args.concurrency, prompt_of, api, max(stream_s, 0.2), seconds)
         )
 
-    # (name, API) → runs; CPU seconds per request summed over rounds
+    # (name, API) → runs; (process → CPU seconds, requests served) summed over rounds
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    cpu: dict[tuple[str, str], float] = {}
+    cpu: dict[tuple[str, str], Counter[str]] = {}
+
+    def measured(key: tuple[str, str], target: str, api: str | None, gateway: int | None) -> None:
+        """One round of ``key``, with the CPU time the gateway (if any), the engine and this
+        client spent on it, per request served (the ramp's and the last ones' included)."""
+        procs = {"engine": backend_proc.pid, **({"gateway": gateway} if gateway else {})}
+        before = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+        client = time.process_time()
+        run = load(target, api)
+        spent = cpu.setdefault(key, Counter())
+        spent["client"] += time.process_time() - client
+        for name, pid in procs.items():
+            spent[name] += _cpu_seconds(pid) - before[name]
+        spent["requests"] += run["sent"]
+        runs.setdefault(key, []).append(run)
+
     try:
         gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile)
         if args.baseline:
@@ -318,12 +374,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for api in apis:
                 for name, (proc, url) in gateways.items():
-                    before = _cpu_seconds(proc.pid)
-                    run = load(url, api)
-                    runs.setdefault((name, api), []).append(run)
-                    spent = _cpu_seconds(proc.pid) - before
-                    cpu[name, api] = cpu.get((name, api), 0.0) + spent / max(1, len(run["ok"]))
-            runs.setdefault(("direct", "completions"), []).append(load(backend, None))
+                    measured((name, api), url, api, proc.pid)
+            measured(("direct", "completions"), backend, None, None)
     finally:
         procs = [p for p, _ in gateways.values()] + [backend_proc]
         for proc in procs:
@@ -340,7 +392,8 @@ def main() -> None:
     )
     print(
         f"{'':21} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} "
-        f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} {'CPU/req':>8}  (ms)"
+        f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} "
+        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms)"
     )
     stats: dict[tuple[str, str], tuple[float, float]] = {}
     for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
@@ -362,11 +415,15 @@ def main() -> None:
         total = [r[1] for r in ok]
         p50, p99 = stats[key]
         added = "" if key[0] == "direct" else f"{p50 - direct[0]:9.2f} {p99 - direct[1]:9.2f}"
-        per_req = f"{cpu[key] / args.rounds * 1000:8.2f}" if key in cpu else ""
+        per_req = [
+            f"{_per_request(cpu[key], name):{width}}"
+            for name, width in (("gateway", ">24"), ("engine", ">7"), ("client", ">7"))
+        ]
         print(
             f"{key[0] + ' ' + key[1]:21} {errors:7d} {crossed:8d} {p50:9.2f} {p99:9.2f} "
-            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {per_req:>8}"
+            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {' '.join(per_req)}"
         )
+    _floor(cpu, stats)
 
 
 if __name__ == "__main__":
