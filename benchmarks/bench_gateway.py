@@ -43,10 +43,18 @@ import chatfmt
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children (the workers of `--workers`)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a process's threads and its children (the workers of `--workers`):
+    the scheduler's nanosecond count (``schedstat``), else user + system clock ticks."""
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            break
     for task in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{task}/children") as fh:
             total += sum(_cpu_seconds(int(child)) for child in fh.read().split())

@@ -8,6 +8,7 @@ ever see this interface.
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -101,7 +102,7 @@ class CompletionRequest:
             "top_k": gc.top_k,
             "repetition_penalty": gc.repetition_penalty,
         }
-        known = {f.name for f in fields(cls)}
+        known = _field_names(cls)
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValidationError(
@@ -113,6 +114,13 @@ class CompletionRequest:
     def with_(self, **changes: Any) -> CompletionRequest:
         """A copy with ``changes`` (validated like the constructor)."""
         return replace(self, **changes)
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    """The field names of a dataclass (looked up once: ``fields()`` costs more than a
+    gateway request's other set-up steps)."""
+    return frozenset(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
