@@ -9,7 +9,15 @@ and, in the same run, the same prompts directly to the backend (``/v1/completion
 rounds interleaved. ``--baseline SRC`` runs a second gateway from another source tree in
 the same rounds (before/after on a machine whose load changes). Reported per API: errors,
 crossed streams, time to first token and total time (p50, p99), the gateway's added time to
-first token (p50, p99) and the gateway process's CPU time per request (workers included).
+first token (p50, p99), and the CPU time per request served (the scheduler's counts) of the
+gateway process (workers included), of the engine and of the client, measured in the same
+rounds; "busy" is the share of the machine's cores those three processes took.
+
+The last lines set the gateway against this machine's floor, measured in the same rounds:
+the engine writes each event once and the client reads it once, the gateway reads each
+event from the engine and writes it to the client, so its CPU per request is shown as a
+multiple of the engine's plus the client's on the direct path ("relay floor"); and its
+added time to first token as a multiple of the direct path's.
 
     python benchmarks/bench_gateway.py [--api chat|responses|messages|all] [--concurrency 200]
         [--tokens 32] [--rounds 3] [--workers 1] [--load burst|steady] [--token-ms 0]
@@ -221,6 +229,15 @@ async def steady(
     return {**_outcome(results, tags), "sent": sent}
 
 
+def _busy(spent: Counter[str]) -> str:
+    """How much of the machine's CPU the benchmark's own processes (gateway, engine, client)
+    took during the rounds: near 100 %, requests queue for the CPU and the added time to
+    first token measures that queue, not the gateway's work."""
+    used = spent["gateway"] + spent["engine"] + spent["client"]
+    cores = os.cpu_count() or 1
+    return f"{used / (spent['wall'] * cores):.0%}" if spent["wall"] else ""
+
+
 def _per_request(spent: Counter[str], name: str) -> str:
     """``name``'s CPU milliseconds per request served (blank when not measured)."""
     if name not in spent or not spent["requests"]:
@@ -335,6 +352,7 @@ def main() -> None:
         help="run the gateway (one worker) under cProfile and write its stats to PATH",
     )
     args = ap.parse_args()
+    load_before = f"{os.getloadavg()[0]:.2f}"
     apis = list(APIS) if args.api == "all" else [args.api]
     backend_proc, backend = start(args.tokens, args.token_ms)
     gateways: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
@@ -362,9 +380,10 @@ def main() -> None:
         client spent on it, per request served (the ramp's and the last ones' included)."""
         procs = {"engine": backend_proc.pid, **({"gateway": gateway} if gateway else {})}
         before = {name: _cpu_seconds(pid) for name, pid in procs.items()}
-        client = time.process_time()
+        client, wall = time.process_time(), time.perf_counter()
         run = load(target, api)
         spent = cpu.setdefault(key, Counter())
+        spent["wall"] += time.perf_counter() - wall
         spent["client"] += time.process_time() - client
         for name, pid in procs.items():
             spent[name] += _cpu_seconds(pid) - before[name]
@@ -396,12 +415,13 @@ def main() -> None:
     )
     print(
         f"{mode} × {args.rounds} rounds, {args.tokens} events each "
-        f"{args.token_ms:g} ms apart, {args.workers} gateway worker(s) (qwen2.5 template)"
+        f"{args.token_ms:g} ms apart, {args.workers} gateway worker(s) (qwen2.5 template); "
+        f"load average {load_before} before, {os.getloadavg()[0]:.2f} after"
     )
     print(
         f"{'':21} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} "
         f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} "
-        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms)"
+        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms) {'busy':>5}"
     )
     stats: dict[tuple[str, str], tuple[float, float]] = {}
     for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
@@ -430,6 +450,7 @@ def main() -> None:
         print(
             f"{key[0] + ' ' + key[1]:21} {errors:7d} {crossed:8d} {p50:9.2f} {p99:9.2f} "
             f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {' '.join(per_req)}"
+            f"       {_busy(cpu[key]):>5}"
         )
     _floor(cpu, stats)
 

@@ -8,7 +8,10 @@ aiohttp reader's Python code, the part a change to chatfmt can cut. Deterministi
 compare two trees on a busy machine (run each a few times).
 
     python benchmarks/profile_gateway.py [--api chat|responses|messages|all] [--requests 400]
-        [--tokens 32] [--profile] [--top 30]
+        [--tokens 32] [--concurrency 1] [--profile] [--top 30]
+
+``--concurrency N`` keeps N streams in flight (as many live objects as a loaded server has:
+the garbage collector's share grows with them).
 """
 
 from __future__ import annotations

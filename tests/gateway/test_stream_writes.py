@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ pytest.importorskip("starlette")
 
 import chatfmt
 from chatfmt.backends import ScriptedBackend
+from chatfmt.backends.base import CompletionChunk, CompletionRequest
 from chatfmt.backends.scripted import ScriptedReply
 from chatfmt.gateway import ModelEntry, create_app
 
@@ -143,3 +146,41 @@ def test_responses_and_messages_events_are_written_as_their_objects_encode(
             if e["type"] == "content_block_delta" and e["delta"]["type"] == "text_delta"
         ]
     assert "".join(deltas) == text.split("</think>")[1]
+
+
+def test_a_messages_stream_asks_the_engine_for_the_prompt_count_once() -> None:
+    # no tokenizer and no usage from the engine: its tokenize endpoint counts the prompt
+    # (while the request starts) and the reply; the prompt is not counted a second time
+    asked: list[str] = []
+
+    class Counting(CountingBackend):
+        async def tokenize(self, text: str) -> list[int]:
+            asked.append(text)
+            return await super().tokenize(text)
+
+        async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
+            async for chunk in super().stream(request):
+                yield replace(chunk, usage=None)  # an engine that reports no usage
+
+    reply = "Hello there, world."
+    backend = Counting([ScriptedReply(reply, chunk_size=4)])
+    app = create_app({"qwen": ModelEntry("qwen", backend, QWEN)})
+    body = {
+        "model": "qwen",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "stream": True,
+    }
+    sent = asyncio.run(call(app, "/v1/messages", body))
+    events = [
+        json.loads(data)
+        for m in sent
+        if m["type"] == "http.response.body"
+        for _name, data in _events(m["body"])
+    ]
+    prompt = backend.prompts[0]
+    assert asked.count(prompt) == 1 and len(asked) == 2  # the prompt, then the reply
+    start = events[0]["message"]["usage"]["input_tokens"]
+    assert start == len(prompt.split())
+    assert events[-2]["type"] == "message_delta"
+    assert events[-2]["usage"]["output_tokens"] == len(reply.split())

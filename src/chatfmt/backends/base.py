@@ -8,7 +8,6 @@ ever see this interface.
 from __future__ import annotations
 
 import abc
-import functools
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -116,11 +115,16 @@ class CompletionRequest:
         return replace(self, **changes)
 
 
-@functools.cache
-def _field_names(cls: type) -> frozenset[str]:
-    """The field names of a dataclass (looked up once: ``fields()`` costs more than a
-    gateway request's other set-up steps)."""
-    return frozenset(f.name for f in fields(cls))
+#: The field names of each dataclass :func:`_field_names` was asked about.
+_FIELD_NAMES: dict[Any, frozenset[str]] = {}
+
+
+def _field_names(cls: Any) -> frozenset[str]:
+    """The field names of a dataclass (looked up once per class, not per request)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
 
 
 @dataclass(frozen=True)

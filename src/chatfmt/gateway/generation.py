@@ -102,8 +102,9 @@ class Generation:
         event carries it.
 
         The engine counts while the request is sent and its first chunk awaited, instead of
-        before; a model that cannot count (no tokenizer, no tokenize endpoint) is refused
-        before generation, as an engine that fails to count is.
+        before; a model that cannot count (no tokenizer, no tokenize endpoint known) is
+        refused before generation. The count is kept (:attr:`prompt_count`): the usage at
+        the end does not ask for it again.
         """
         if self.prompt_count is not None:
             await self.start()
@@ -118,6 +119,8 @@ class Generation:
         except BaseException:
             counting.cancel()
             await asyncio.wait((counting,))
+            if not counting.cancelled():
+                counting.exception()  # retrieved: the start's failure is the one answered
             raise
         try:
             self.prompt_count = await counting
