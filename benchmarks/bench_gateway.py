@@ -11,7 +11,9 @@ the same rounds (before/after on a machine whose load changes). Reported per API
 crossed streams, time to first token and total time (p50, p99), the gateway's added time to
 first token (p50, p99), and the CPU time per request served (the scheduler's counts) of the
 gateway process (workers included), of the engine and of the client, measured in the same
-rounds; "busy" is the share of the machine's cores those three processes took.
+rounds; "busy" is the share of the machine's cores those three processes took, and
+"loop" the share of one core each gateway worker took (its event loop is one thread: near
+100 %, or near its share of a machine that other processes load, requests queue for it).
 
 The last lines set the gateway against this machine's floor, measured in the same rounds:
 the engine writes each event once and the client reads it once, the gateway reads each
@@ -229,13 +231,18 @@ async def steady(
     return {**_outcome(results, tags), "sent": sent}
 
 
-def _busy(spent: Counter[str]) -> str:
+def _busy(spent: Counter[str], workers: int) -> str:
     """How much of the machine's CPU the benchmark's own processes (gateway, engine, client)
-    took during the rounds: near 100 %, requests queue for the CPU and the added time to
-    first token measures that queue, not the gateway's work."""
+    took during the rounds, and how much of one core each gateway worker took: near 100 %,
+    requests queue for the CPU and the added time to first token measures that queue, not
+    the gateway's work."""
+    if not spent["wall"]:
+        return ""
     used = spent["gateway"] + spent["engine"] + spent["client"]
-    cores = os.cpu_count() or 1
-    return f"{used / (spent['wall'] * cores):.0%}" if spent["wall"] else ""
+    machine = f"{used / (spent['wall'] * (os.cpu_count() or 1)):5.0%}"
+    if "gateway" not in spent:
+        return machine
+    return f"{machine} {spent['gateway'] / (spent['wall'] * workers):5.0%}"
 
 
 def _per_request(spent: Counter[str], name: str) -> str:
@@ -421,7 +428,7 @@ def main() -> None:
     print(
         f"{'':21} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} "
         f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} "
-        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms) {'busy':>5}"
+        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms) {'busy':>5} {'loop':>5}"
     )
     stats: dict[tuple[str, str], tuple[float, float]] = {}
     for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
@@ -450,7 +457,7 @@ def main() -> None:
         print(
             f"{key[0] + ' ' + key[1]:21} {errors:7d} {crossed:8d} {p50:9.2f} {p99:9.2f} "
             f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {' '.join(per_req)}"
-            f"       {_busy(cpu[key]):>5}"
+            f"       {_busy(cpu[key], args.workers)}"
         )
     _floor(cpu, stats)
 
