@@ -23,7 +23,8 @@ added time to first token as a multiple of the direct path's.
 
     python benchmarks/bench_gateway.py [--api chat|responses|messages|all] [--concurrency 200]
         [--tokens 32] [--rounds 3] [--workers 1] [--load burst|steady] [--token-ms 0]
-        [--seconds 10] [--baseline ../old/src] [--profile gateway.prof]
+        [--seconds 10] [--baseline ../old/src] [--loop L] [--baseline-loop L]
+        [--profile gateway.prof]
 
 ``--load burst`` (default) sends all requests at the same moment; ``--load steady`` keeps
 ``--concurrency`` streams in flight (each client sends its next request when its last one
@@ -291,7 +292,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _start_gateway(
-    backend: str, workers: int, src: str | None, profile: str | None
+    backend: str, workers: int, src: str | None, profile: str | None, loop: str | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``chatfmt serve`` in front of ``backend`` (from the source tree ``src``, default this
     one's), and its base URL once it listens."""
@@ -319,6 +320,7 @@ def _start_gateway(
             "warning",
             "--workers",
             str(workers),
+            *(["--loop", loop] if loop else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -355,6 +357,13 @@ def main() -> None:
         metavar="SRC",
         help="also measure a gateway run from another source tree (its src directory), "
         "rounds interleaved: before/after figures from one run",
+    )
+    ap.add_argument("--loop", help="the gateway's event loop (serve --loop): auto, asyncio, uvloop")
+    ap.add_argument(
+        "--baseline-loop",
+        metavar="LOOP",
+        help="the baseline gateway's event loop (with --baseline; its tree must take --loop): "
+        "e.g. --baseline src --baseline-loop asyncio compares the loops in the same rounds",
     )
     ap.add_argument(
         "--profile",
@@ -401,9 +410,11 @@ def main() -> None:
         runs.setdefault(key, []).append(run)
 
     try:
-        gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile)
+        gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile, args.loop)
         if args.baseline:
-            gateways["baseline"] = _start_gateway(backend, args.workers, args.baseline, None)
+            gateways["baseline"] = _start_gateway(
+                backend, args.workers, args.baseline, None, args.baseline_loop
+            )
         for _proc, url in gateways.values():
             for api in apis:
                 asyncio.run(round_(url, 20, prompt_of, api))  # warm up

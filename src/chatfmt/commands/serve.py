@@ -216,6 +216,14 @@ def serve_cmd(
         ),
     ] = None,
     log_level: Annotated[str, typer.Option("--log-level", help="uvicorn's log level.")] = "info",
+    loop: Annotated[
+        str,
+        typer.Option(
+            "--loop",
+            help="The event loop: auto (uvloop when installed), asyncio or uvloop "
+            "(uvicorn's --loop; docs/performance.md compares them).",
+        ),
+    ] = "auto",
     trust_request_chat_template: Annotated[
         bool,
         typer.Option(
@@ -239,6 +247,8 @@ def serve_cmd(
         import uvicorn
     except ImportError:
         raise fail("chatfmt serve needs the serve extra: pip install 'chatfmt[serve]'") from None
+    if loop not in ("auto", "asyncio", "uvloop"):
+        raise fail(f"--loop must be auto, asyncio or uvloop, got {loop!r}")
     check_port(host, port)
     per_model = (
         template,
@@ -302,6 +312,7 @@ def serve_cmd(
                 port=port,
                 workers=workers,
                 log_level=log_level,
+                loop=loop,
             )
             return
     except ChatFmtError as exc:
@@ -309,7 +320,7 @@ def serve_cmd(
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
-    uvicorn.run(_settled(app), host=host, port=port, log_level=log_level)
+    uvicorn.run(_settled(app), host=host, port=port, log_level=log_level, loop=loop)
 
 
 def _metrics_dir() -> str | None:
