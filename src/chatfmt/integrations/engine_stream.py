@@ -1,0 +1,332 @@
+"""The engine-neutral core of chatfmt's parser plugins for serving engines (vLLM, SGLang, LMDeploy).
+
+An engine builds a parser object per request (often per choice, plus throwaway ones), feeds
+it the new text of each decoding step and, at the end of a stream, reads a few fields of
+bookkeeping to send what was not sent yet. This module is the part every engine adapter
+shares; the adapters only translate its results into the engine's own message types.
+
+* :func:`stream_plan` returns a :class:`StreamPlan`, cached by tokenizer identity, target
+  (a template, template name or parser name), parser choices and template options. It holds
+  what a :class:`~chatfmt.parsing.StreamParser` needs that does not change per request (the
+  resolved template, the marker token ids), so a request costs no template work.
+* :meth:`StreamPlan.stream` starts an :class:`EngineStream` (cheap: one ``StreamParser``).
+* :meth:`EngineStream.feed` takes the next text piece (and its token ids, when the engine
+  has them) and returns a :class:`Step`: ``content`` and ``reasoning`` text (``""`` when
+  none) and ``calls``, the tool-call pieces in stream order (:class:`CallPiece`: ``index``;
+  ``id`` and ``name`` on a call's first piece only; ``arguments``, the argument text to
+  append; ``error`` when chatfmt flags the call). :meth:`EngineStream.finish` ends the stream
+  (held-back text, calls cut off) and returns the last :class:`Step`.
+* The bookkeeping the engines' serving layers read at stream end is kept after every step:
+  ``prev_tool_call_arr`` (one ``{"name", "arguments"}`` per call, ``arguments`` the argument
+  text streamed so far), ``streamed_args_for_tool`` (the same text per call) and
+  ``current_tool_id`` (index of the last call, ``-1`` before any). The two lists always
+  agree, so an engine's "send the rest of the arguments" step
+  (``prev_tool_call_arr[-1]["arguments"]`` minus ``streamed_args_for_tool[-1]``) sends
+  nothing twice: every argument piece has already been returned in a :class:`Step`.
+* A call chatfmt flags (unknown tool, arguments that are not a JSON object, cut off) stays a
+  call with its text as arguments, streamed and whole; ``error`` says why. Code-interpreter
+  calls (``code=True``, named ``"code_interpreter"``) carry their code as ``arguments``.
+* :func:`extract` is the whole-text path: the same stream fed once, giving
+  ``(content, reasoning, calls)`` as an :class:`Extracted`.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..parsing import ContentDelta, Delta, ReasoningDelta, StreamParser, ToolCallDelta
+from ..parsing.base import _setup
+from ..parsing.deltas import ParsedToolCall, merge_deltas
+from ..requests import FromTemplate, ParseRequest
+
+__all__ = [
+    "CallPiece",
+    "EngineStream",
+    "Extracted",
+    "Step",
+    "StreamPlan",
+    "extract",
+    "stream_plan",
+    "tool_dicts",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CallPiece:
+    """A piece of tool call ``index``: ``id`` and ``name`` on its first piece only."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    error: str | None = None
+    code: bool = False
+
+
+@dataclass(slots=True)
+class Step:
+    """What one ``feed``/``finish`` added: content, reasoning and tool-call pieces."""
+
+    content: str = ""
+    reasoning: str = ""
+    calls: list[CallPiece] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.content or self.reasoning or self.calls)
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """A whole output, parsed: ``content``/``reasoning`` are ``None`` when there is none."""
+
+    content: str | None
+    reasoning: str | None
+    calls: tuple[ParsedToolCall, ...]
+    finish_reason: str
+
+
+def _step(deltas: Iterable[Delta]) -> Step:
+    step = Step()
+    content: list[str] = []
+    reasoning: list[str] = []
+    for delta in deltas:
+        kind = type(delta)
+        if kind is ContentDelta:
+            content.append(delta.text)
+        elif kind is ReasoningDelta:
+            reasoning.append(delta.text)
+        elif kind is ToolCallDelta:
+            d: ToolCallDelta = delta  # type: ignore[assignment]
+            step.calls.append(CallPiece(d.index, d.id, d.name, d.text, d.error, d.code))
+    step.content = "".join(content)
+    step.reasoning = "".join(reasoning)
+    return step
+
+
+class EngineStream:
+    """One request's stream: ``feed`` text pieces, then ``finish`` (see module doc)."""
+
+    __slots__ = (
+        "_args",
+        "_parser",
+        "current_tool_id",
+        "errors",
+        "prev_tool_call_arr",
+        "streamed_args_for_tool",
+    )
+
+    def __init__(self, parser: StreamParser) -> None:
+        self._parser = parser
+        #: One ``{"name": str, "arguments": str}`` per call (the argument text streamed so far).
+        self.prev_tool_call_arr: list[dict[str, Any]] = []
+        #: The argument text sent per call (always equal to ``prev_tool_call_arr``'s).
+        self.streamed_args_for_tool: list[str] = []
+        #: Index of the last call started (``-1`` before any).
+        self.current_tool_id = -1
+        #: Why each flagged call is invalid (call index → reason).
+        self.errors: dict[int, str] = {}
+        self._args: list[list[str]] = []
+
+    @property
+    def parser(self) -> StreamParser:
+        """The underlying :class:`~chatfmt.parsing.StreamParser`."""
+        return self._parser
+
+    @property
+    def finish_reason(self) -> str | None:
+        """``"stop"``, ``"tool_calls"`` or ``"length"`` once finished, else ``None``."""
+        return self._parser.finish_reason
+
+    def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Step:
+        """The next piece of output text (and the ids of its tokens, when known)."""
+        step = _step(self._parser.feed(text, token_ids))
+        if step.calls:
+            self._book(step.calls)
+        return step
+
+    def finish(self, truncated: bool = False) -> Step:
+        """End of stream (``truncated``: generation hit its token limit)."""
+        step = _step(self._parser.finish(truncated=truncated))
+        if step.calls:
+            self._book(step.calls)
+        return step
+
+    def _book(self, pieces: list[CallPiece]) -> None:
+        arr, sent, args = self.prev_tool_call_arr, self.streamed_args_for_tool, self._args
+        for piece in pieces:
+            i = piece.index
+            while len(arr) <= i:
+                arr.append({"name": "", "arguments": ""})
+                sent.append("")
+                args.append([])
+            if piece.name is not None:
+                arr[i]["name"] = piece.name
+            if piece.arguments:
+                args[i].append(piece.arguments)
+                text = sent[i] + piece.arguments
+                sent[i] = text
+                arr[i]["arguments"] = text
+            if piece.error is not None:
+                self.errors[i] = piece.error
+            self.current_tool_id = max(self.current_tool_id, i)
+
+    def arguments_object(self, index: int) -> Any:
+        """The decoded arguments of call ``index`` (``None`` if they are not valid JSON)."""
+        try:
+            return json.loads(self.streamed_args_for_tool[index])
+        except (ValueError, IndexError, RecursionError):
+            return None
+
+
+def tool_dicts(tools: Iterable[Any] | None) -> list[dict[str, Any]] | None:
+    """OpenAI tool dicts from engine tool objects (pydantic models, dataclasses or dicts)."""
+    if tools is None:
+        return None
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        if isinstance(tool, Mapping):
+            out.append(dict(tool))
+            continue
+        dump = getattr(tool, "model_dump", None)
+        if dump is not None:
+            data = dump(exclude_none=True)
+        else:
+            data = {k: getattr(tool, k) for k in ("type", "function", "name") if hasattr(tool, k)}
+        if "function" not in data and "name" in data:  # a flat Responses-API function tool
+            data = {"type": "function", "function": data}
+        fn = data.get("function")
+        if fn is not None and not isinstance(fn, Mapping):
+            data["function"] = (
+                fn.model_dump(exclude_none=True) if hasattr(fn, "model_dump") else vars(fn)
+            )
+        out.append(data)
+    return out
+
+
+class StreamPlan:
+    """What every stream of one (tokenizer, target, parsers, options) shares; see module doc."""
+
+    __slots__ = ("_tools_cache", "base", "marker_ids", "target", "tokenizer", "tool_parser")
+
+    def __init__(self, target: Any, tokenizer: Any, request: ParseRequest) -> None:
+        template, tool_name, plan = _setup(target, request)  # checks names and options now
+        self.target = template if template is not None else target
+        self.tool_parser = tool_name
+        self.tokenizer = tokenizer
+        self.base = request
+        self.marker_ids = _marker_ids(plan.markers, tokenizer)
+        self._tools_cache: dict[str, list[dict[str, Any]] | None] = {}
+
+    def _tools(self, tools: Any) -> list[dict[str, Any]] | None:
+        if not tools:
+            return None
+        dicts = tool_dicts(tools)
+        try:
+            key = json.dumps(dicts, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            return dicts
+        found = self._tools_cache.get(key)
+        if found is None:
+            if len(self._tools_cache) > 64:
+                self._tools_cache.clear()
+            found = self._tools_cache[key] = dicts
+        return found
+
+    def request(self, tools: Any = None) -> ParseRequest:
+        """The :class:`~chatfmt.ParseRequest` of a stream with ``tools``."""
+        return ParseRequest.from_kwargs(
+            {
+                "tools": self._tools(tools),
+                "special_token_ids": self.marker_ids or None,
+                "tokenizer": self.tokenizer,
+            },
+            self.base,
+        )
+
+    def stream(self, tools: Any = None) -> EngineStream:
+        """A new :class:`EngineStream` (``tools``: OpenAI or engine tool objects)."""
+        return EngineStream(StreamParser(self.target, request=self.request(tools)))
+
+
+def _marker_ids(markers: Iterable[str], tokenizer: Any) -> dict[str, int]:
+    if tokenizer is None:
+        return {}
+    from ..parsing.base import _marker_ids as lookup
+
+    try:
+        return lookup(markers, None, tokenizer)
+    except Exception:  # an engine tokenizer without usable lookups: decide by text alone
+        return {}
+
+
+#: Plans per tokenizer object (dropped with it), then per (target, parsers, options) key.
+_PLANS: weakref.WeakKeyDictionary[Any, dict[Any, StreamPlan]] = weakref.WeakKeyDictionary()
+_BARE: dict[Any, StreamPlan] = {}
+
+
+def stream_plan(
+    target: Any,
+    *,
+    tokenizer: Any = None,
+    parser: str | None = None,
+    reasoning_parser: str | FromTemplate | None = FromTemplate.TEMPLATE,
+    thinking_prefilled: bool | None = None,
+    **options: Any,
+) -> StreamPlan:
+    """The cached :class:`StreamPlan` for ``target`` (template or parser name) and ``tokenizer``.
+
+    ``parser``/``reasoning_parser``/``thinking_prefilled`` and template ``options`` are those
+    of :class:`~chatfmt.parsing.StreamParser`.
+    """
+    try:
+        key: Any = (
+            target,
+            parser,
+            reasoning_parser,
+            thinking_prefilled,
+            tuple(sorted(options.items())),
+        )
+        hash(key)
+    except TypeError:
+        key = None
+    cache: dict[Any, StreamPlan] | None = None
+    if key is not None:
+        if tokenizer is None:
+            cache = _BARE
+        else:
+            try:
+                cache = _PLANS.setdefault(tokenizer, {})
+            except TypeError:  # not weakly referenceable
+                cache = None
+        if cache is not None and key in cache:
+            return cache[key]
+    request = ParseRequest(
+        parser=parser,
+        reasoning_parser=reasoning_parser,
+        thinking_prefilled=thinking_prefilled,
+        options=options,
+    )
+    plan = StreamPlan(target, tokenizer, request)
+    if cache is not None:
+        cache[key] = plan
+    return plan
+
+
+def extract(
+    plan: StreamPlan,
+    text: str,
+    *,
+    tools: Any = None,
+    token_ids: Sequence[int] | None = None,
+    truncated: bool = False,
+) -> Extracted:
+    """Parse a whole output: the stream of ``plan`` fed ``text`` once (see module doc)."""
+    parser = StreamParser(plan.target, request=plan.request(tools))
+    deltas = parser.feed(text, token_ids)
+    deltas += parser.finish(truncated=truncated)
+    msg = merge_deltas(deltas, finish_reason=parser.finish_reason)
+    return Extracted(msg.content, msg.reasoning_content, msg.tool_calls, msg.finish_reason)
