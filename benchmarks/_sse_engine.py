@@ -4,7 +4,8 @@
 vLLM: ``owned_by`` ``vllm``), vLLM's ``/tokenize`` (one id per word) and a streaming
 ``/v1/completions`` that sends TOKENS text events, INTERVAL_MS apart (0: as fast as
 it can; a real engine sends one per decode step). The first event is the last ``req-N`` tag
-found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``.
+found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``;
+with ``stream_options.include_usage`` (as vLLM does) a usage chunk comes before ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -28,9 +29,13 @@ def serve(port: int, tokens: int, interval: float = 0.0) -> None:
     async def models(_request: web.Request) -> web.Response:
         return web.json_response({"data": [{"id": "fake", "owned_by": "vllm"}]})
 
+    def words(prompt: object) -> int:
+        """The prompt's token count: one token per word."""
+        return len(str(prompt).split())
+
     async def tokenize(request: web.Request) -> web.Response:
         """vLLM's ``/tokenize`` (one id per word): the Messages API counts prompts first."""
-        tokens = list(range(len(str((await request.json()).get("prompt", "")).split())))
+        tokens = list(range(words((await request.json()).get("prompt", ""))))
         return web.json_response({"tokens": tokens, "count": len(tokens), "max_model_len": 32768})
 
     async def completions(request: web.Request) -> web.StreamResponse:
@@ -44,7 +49,13 @@ def serve(port: int, tokens: int, interval: float = 0.0) -> None:
             await resp.write(f"data: {json.dumps(event)}\n\n".encode())
             await asyncio.sleep(interval)
         done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
-        await resp.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        end = f"data: {json.dumps(done)}\n\n"
+        if (body.get("stream_options") or {}).get("include_usage"):  # as vLLM: a usage chunk
+            prompt = words(body.get("prompt", ""))
+            usage = {"prompt_tokens": prompt, "completion_tokens": tokens}
+            usage["total_tokens"] = prompt + tokens
+            end += f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n"
+        await resp.write(f"{end}data: [DONE]\n\n".encode())
         return resp
 
     app = web.Application()

@@ -9,11 +9,22 @@ and, in the same run, the same prompts directly to the backend (``/v1/completion
 rounds interleaved. ``--baseline SRC`` runs a second gateway from another source tree in
 the same rounds (before/after on a machine whose load changes). Reported per API: errors,
 crossed streams, time to first token and total time (p50, p99), the gateway's added time to
-first token (p50, p99) and the gateway process's CPU time per request (workers included).
+first token (p50, p99), and the CPU time per request served (the scheduler's counts) of the
+gateway process (workers included), of the engine and of the client, measured in the same
+rounds; "busy" is the share of the machine's cores those three processes took, and
+"loop" the share of one core each gateway worker took (its event loop is one thread: near
+100 %, or near its share of a machine that other processes load, requests queue for it).
+
+The last lines set the gateway against this machine's floor, measured in the same rounds:
+the engine writes each event once and the client reads it once, the gateway reads each
+event from the engine and writes it to the client, so its CPU per request is shown as a
+multiple of the engine's plus the client's on the direct path ("relay floor"); and its
+added time to first token as a multiple of the direct path's.
 
     python benchmarks/bench_gateway.py [--api chat|responses|messages|all] [--concurrency 200]
         [--tokens 32] [--rounds 3] [--workers 1] [--load burst|steady] [--token-ms 0]
-        [--seconds 10] [--baseline ../old/src] [--profile gateway.prof]
+        [--seconds 10] [--baseline ../old/src] [--loop L] [--baseline-loop L]
+        [--profile gateway.prof]
 
 ``--load burst`` (default) sends all requests at the same moment; ``--load steady`` keeps
 ``--concurrency`` streams in flight (each client sends its next request when its last one
@@ -33,6 +44,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 import aiohttp
@@ -42,10 +54,18 @@ import chatfmt
 
 
 def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process and its children (the workers of `--workers`)."""
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a process's threads and its children (the workers of `--workers`):
+    the scheduler's nanosecond count (``schedstat``), else user + system clock ticks."""
+    total = 0.0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            break
     for task in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{task}/children") as fh:
             total += sum(_cpu_seconds(int(child)) for child in fh.read().split())
@@ -136,6 +156,9 @@ async def one(
             if not first:
                 first = time.perf_counter() - start
             parts.append(text)
+        # the rest of the body (its end): the connection is then reused by the client's next
+        # request on every path, as the gateway's own client does with the engine's
+        await resp.content.read()
     return first, time.perf_counter() - start, "".join(parts)
 
 
@@ -179,7 +202,9 @@ async def steady(
 
     Client ``i`` starts ``i * stream_s / n`` seconds in and sends its next request as soon as
     its last one ended, so arrivals are spread the way ``n`` concurrent users produce them.
-    Requests started during the first ``stream_s`` (the ramp) are not counted.
+    Requests started during the first ``stream_s`` (the ramp), and each client's first
+    request (the one that opens its connection), are not counted in the latencies; the CPU
+    per request counts every request served.
     """
     connector = aiohttp.TCPConnector(limit=n)
     tags: list[str] = []
@@ -193,9 +218,10 @@ async def steady(
         while time.perf_counter() - t0 < stream_s + seconds:
             nonlocal sent
             tag = f"req-{i * 100000 + k}"
+            # a client's first request opens its connection: only later ones are steady load
+            counted = k > 0 and time.perf_counter() - t0 >= stream_s
             k += 1
             sent += 1
-            counted = time.perf_counter() - t0 >= stream_s
             try:
                 result: Any = await one(session, *_request(target, prompt_of, api, tag))
             except Exception as exc:  # counted as an error below
@@ -209,13 +235,64 @@ async def steady(
     return {**_outcome(results, tags), "sent": sent}
 
 
+def _busy(spent: Counter[str], workers: int) -> str:
+    """How much of the machine's CPU the benchmark's own processes (gateway, engine, client)
+    took during the rounds, and how much of one core each gateway worker took: near 100 %,
+    requests queue for the CPU and the added time to first token measures that queue, not
+    the gateway's work."""
+    if not spent["wall"]:
+        return ""
+    used = spent["gateway"] + spent["engine"] + spent["client"]
+    machine = f"{used / (spent['wall'] * (os.cpu_count() or 1)):5.0%}"
+    if "gateway" not in spent:
+        return machine
+    return f"{machine} {spent['gateway'] / (spent['wall'] * workers):5.0%}"
+
+
+def _per_request(spent: Counter[str], name: str) -> str:
+    """``name``'s CPU milliseconds per request served (blank when not measured)."""
+    if name not in spent or not spent["requests"]:
+        return ""
+    return f"{spent[name] / spent['requests'] * 1000:.2f}"
+
+
+def _floor(
+    cpu: dict[tuple[str, str], Counter[str]], stats: dict[tuple[str, str], tuple[float, float]]
+) -> None:
+    """The gateway against this machine's floor, measured in the same rounds: the engine
+    writes each event once and the client reads it once; the gateway does both (reads the
+    engine's event, writes the client's), so its CPU per request is set against the
+    engine's plus the client's on the direct path. Its added TTFT is set against the
+    direct path's TTFT."""
+    direct = cpu.get(("direct", "completions"))
+    if not direct or not direct["requests"]:
+        return
+    engine = direct["engine"] / direct["requests"] * 1000
+    client = direct["client"] / direct["requests"] * 1000
+    d50 = stats.get(("direct", "completions"), (0.0, 0.0))[0]
+    print(
+        f"floor (direct rounds): the engine {engine:.2f} ms and the client {client:.2f} ms of "
+        f"CPU per request; relay floor (both) {engine + client:.2f} ms"
+    )
+    for key, spent in cpu.items():
+        if key[0] == "direct" or not spent["requests"] or key not in stats:
+            continue
+        gateway = spent["gateway"] / spent["requests"] * 1000
+        added = stats[key][0] - d50
+        print(
+            f"{key[0] + ' ' + key[1]:21} CPU per request {gateway / (engine + client):.2f}× "
+            f"the relay floor; added TTFT p50 {added / d50 if d50 else float('nan'):.2f}× "
+            "the direct TTFT p50"
+        )
+
+
 def _pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(q * len(values)))] * 1000
 
 
 def _start_gateway(
-    backend: str, workers: int, src: str | None, profile: str | None
+    backend: str, workers: int, src: str | None, profile: str | None, loop: str | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
     """``chatfmt serve`` in front of ``backend`` (from the source tree ``src``, default this
     one's), and its base URL once it listens."""
@@ -243,6 +320,7 @@ def _start_gateway(
             "warning",
             "--workers",
             str(workers),
+            *(["--loop", loop] if loop else []),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -280,12 +358,20 @@ def main() -> None:
         help="also measure a gateway run from another source tree (its src directory), "
         "rounds interleaved: before/after figures from one run",
     )
+    ap.add_argument("--loop", help="the gateway's event loop (serve --loop): auto, asyncio, uvloop")
+    ap.add_argument(
+        "--baseline-loop",
+        metavar="LOOP",
+        help="the baseline gateway's event loop (with --baseline; its tree must take --loop): "
+        "e.g. --baseline src --baseline-loop asyncio compares the loops in the same rounds",
+    )
     ap.add_argument(
         "--profile",
         metavar="PATH",
         help="run the gateway (one worker) under cProfile and write its stats to PATH",
     )
     args = ap.parse_args()
+    load_before = f"{os.getloadavg()[0]:.2f}"
     apis = list(APIS) if args.api == "all" else [args.api]
     backend_proc, backend = start(args.tokens, args.token_ms)
     gateways: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
@@ -304,13 +390,31 @@ def main() -> None:
             steady(target, args.concurrency, prompt_of, api, max(stream_s, 0.2), seconds)
         )
 
-    # (name, API) → runs; CPU seconds per request summed over rounds
+    # (name, API) → runs; (process → CPU seconds, requests served) summed over rounds
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    cpu: dict[tuple[str, str], float] = {}
+    cpu: dict[tuple[str, str], Counter[str]] = {}
+
+    def measured(key: tuple[str, str], target: str, api: str | None, gateway: int | None) -> None:
+        """One round of ``key``, with the CPU time the gateway (if any), the engine and this
+        client spent on it, per request served (the ramp's and the last ones' included)."""
+        procs = {"engine": backend_proc.pid, **({"gateway": gateway} if gateway else {})}
+        before = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+        client, wall = time.process_time(), time.perf_counter()
+        run = load(target, api)
+        spent = cpu.setdefault(key, Counter())
+        spent["wall"] += time.perf_counter() - wall
+        spent["client"] += time.process_time() - client
+        for name, pid in procs.items():
+            spent[name] += _cpu_seconds(pid) - before[name]
+        spent["requests"] += run["sent"]
+        runs.setdefault(key, []).append(run)
+
     try:
-        gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile)
+        gateways["gateway"] = _start_gateway(backend, args.workers, None, args.profile, args.loop)
         if args.baseline:
-            gateways["baseline"] = _start_gateway(backend, args.workers, args.baseline, None)
+            gateways["baseline"] = _start_gateway(
+                backend, args.workers, args.baseline, None, args.baseline_loop
+            )
         for _proc, url in gateways.values():
             for api in apis:
                 asyncio.run(round_(url, 20, prompt_of, api))  # warm up
@@ -318,12 +422,8 @@ def main() -> None:
         for _ in range(args.rounds):
             for api in apis:
                 for name, (proc, url) in gateways.items():
-                    before = _cpu_seconds(proc.pid)
-                    run = load(url, api)
-                    runs.setdefault((name, api), []).append(run)
-                    spent = _cpu_seconds(proc.pid) - before
-                    cpu[name, api] = cpu.get((name, api), 0.0) + spent / max(1, len(run["ok"]))
-            runs.setdefault(("direct", "completions"), []).append(load(backend, None))
+                    measured((name, api), url, api, proc.pid)
+            measured(("direct", "completions"), backend, None, None)
     finally:
         procs = [p for p, _ in gateways.values()] + [backend_proc]
         for proc in procs:
@@ -336,11 +436,13 @@ def main() -> None:
     )
     print(
         f"{mode} × {args.rounds} rounds, {args.tokens} events each "
-        f"{args.token_ms:g} ms apart, {args.workers} gateway worker(s) (qwen2.5 template)"
+        f"{args.token_ms:g} ms apart, {args.workers} gateway worker(s) (qwen2.5 template); "
+        f"load average {load_before} before, {os.getloadavg()[0]:.2f} after"
     )
     print(
         f"{'':21} {'errors':>7} {'crossed':>8} {'TTFT p50':>9} {'TTFT p99':>9} "
-        f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} {'CPU/req':>8}  (ms)"
+        f"{'total p50':>10} {'total p99':>10} {'added TTFT p50/p99':>19} "
+        f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms) {'busy':>5} {'loop':>5}"
     )
     stats: dict[tuple[str, str], tuple[float, float]] = {}
     for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
@@ -362,11 +464,16 @@ def main() -> None:
         total = [r[1] for r in ok]
         p50, p99 = stats[key]
         added = "" if key[0] == "direct" else f"{p50 - direct[0]:9.2f} {p99 - direct[1]:9.2f}"
-        per_req = f"{cpu[key] / args.rounds * 1000:8.2f}" if key in cpu else ""
+        per_req = [
+            f"{_per_request(cpu[key], name):{width}}"
+            for name, width in (("gateway", ">24"), ("engine", ">7"), ("client", ">7"))
+        ]
         print(
             f"{key[0] + ' ' + key[1]:21} {errors:7d} {crossed:8d} {p50:9.2f} {p99:9.2f} "
-            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {per_req:>8}"
+            f"{_pct(total, 0.5):10.2f} {_pct(total, 0.99):10.2f} {added:>19} {' '.join(per_req)}"
+            f"       {_busy(cpu[key], args.workers)}"
         )
+    _floor(cpu, stats)
 
 
 if __name__ == "__main__":

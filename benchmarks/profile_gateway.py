@@ -8,7 +8,10 @@ aiohttp reader's Python code, the part a change to chatfmt can cut. Deterministi
 compare two trees on a busy machine (run each a few times).
 
     python benchmarks/profile_gateway.py [--api chat|responses|messages|all] [--requests 400]
-        [--tokens 32] [--profile] [--top 30]
+        [--tokens 32] [--concurrency 1] [--profile] [--top 30]
+
+``--concurrency N`` keeps N streams in flight (as many live objects as a loaded server has:
+the garbage collector's share grows with them).
 """
 
 from __future__ import annotations
@@ -65,14 +68,17 @@ APIS: dict[str, tuple[str, Any]] = {
 
 
 def sse_body(tokens: int) -> list[bytes]:
-    """The engine's events, one network read each."""
+    """The engine's events, one network read each (with vLLM's usage chunk, which the
+    gateway asks for)."""
     pieces = ["req-1 "] + [f"w{i} " for i in range(tokens - 1)]
     out = [
         f"data: {json.dumps({'choices': [{'index': 0, 'text': p, 'finish_reason': None}]})}\n\n".encode()
         for p in pieces
     ]
     done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
+    usage = {"prompt_tokens": 12, "completion_tokens": tokens, "total_tokens": 12 + tokens}
     out.append(f"data: {json.dumps(done)}\n\n".encode())
+    out.append(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
     out.append(b"data: [DONE]\n\n")
     return out
 
@@ -190,7 +196,9 @@ async def one(app: Any, path: str, body: bytes) -> int:
     return written
 
 
-async def run(api: str, requests: int, tokens: int, profile: cProfile.Profile | None) -> float:
+async def run(
+    api: str, requests: int, tokens: int, profile: cProfile.Profile | None, concurrency: int = 1
+) -> float:
     events = sse_body(tokens)
     # a vLLM-like engine: its /tokenize gives the Messages API its prompt counts
     backend = OpenAICompletionsBackend("http://127.0.0.1:1/v1", model="fake", kind="vllm")
@@ -205,8 +213,13 @@ async def run(api: str, requests: int, tokens: int, profile: cProfile.Profile | 
     if profile is not None:
         profile.enable()
     start = time.process_time()
-    for body in bodies:
-        await one(app, path, body)
+    todo = iter(bodies)
+
+    async def client() -> None:  # one of `concurrency` streams always in flight
+        for body in todo:
+            await one(app, path, body)
+
+    await asyncio.gather(*(client() for _ in range(concurrency)))
     spent = time.process_time() - start
     if profile is not None:
         profile.disable()
@@ -219,6 +232,12 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=400)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="streams in flight at once (each client's next request when its last ended)",
+    )
     ap.add_argument("--profile", action="store_true", help="print a cProfile of the last round")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
@@ -229,7 +248,7 @@ def main() -> None:
         for r in range(args.rounds):
             profile = cProfile.Profile() if args.profile and r == args.rounds - 1 else None
             try:
-                spent = uvloop.run(run(api, args.requests, args.tokens, profile))
+                spent = uvloop.run(run(api, args.requests, args.tokens, profile, args.concurrency))
             except RuntimeError as exc:
                 print(f"{api}: {exc}")
                 break

@@ -88,8 +88,9 @@ def templates_markdown() -> str:
         return "<br>".join(f"`{v}`" for v in values).replace("|", "\\|")
 
     lines = [
-        "| name | aliases | model ids | source of truth | tools | reasoning | stop words |",
-        "|---|---|---|---|---|---|---|",
+        "| name | aliases | model ids | source of truth | tools | reasoning | stop words "
+        "| left out of the history |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in list_templates():
         cfg = t.generation_config
@@ -98,7 +99,7 @@ def templates_markdown() -> str:
         lines.append(
             f"| `{t.name}` | {cell(list(t.aliases))} | {cell(list(t.model_ids))} | {source} "
             f"| {'yes' if t.supports_tools else 'no'} | {'yes' if t.supports_reasoning else 'no'} "
-            f"| {cell(stops)} |"
+            f"| {cell(stops)} | {t.history.summary(t.supports_tools).replace('<', '&lt;')} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -209,6 +210,14 @@ def render_cmd(
             "would drop (by default written as the model writes it).",
         ),
     ] = False,
+    lossless: Annotated[
+        bool,
+        typer.Option(
+            "--lossless",
+            help="Refuse what the format's own rules leave out of the history (earlier "
+            "turns' reasoning, tools with no definition section) instead of dropping it.",
+        ),
+    ] = False,
     option: Annotated[
         list[str] | None,
         typer.Option(
@@ -240,6 +249,7 @@ def render_cmd(
         now=now,
         options=options,
         strict_history=strict_history,
+        lossless=lossless,
     )
     tpl = with_tool_format_option(get_template(template), tool_format)
     if as_json:  # segments: a Jinja template whose output hides the messages has none

@@ -151,6 +151,7 @@ _RENDER_FLAGS = (
     "continue_final_message",
     "sequence_start",
     "strict_history",
+    "lossless",
 )
 _RENDER_KEYWORDS = frozenset(("tools", *_RENDER_FLAGS, "now"))
 
@@ -167,7 +168,10 @@ class RenderRequest(_KeywordRequest):
     assistant message the official template cannot write whole (text beside tool calls
     where it keeps only one) is refused, as the official bytes would lose it; by default
     it is written the way the model writes it (see docs/rendering.md, *Replies render
-    back as the model wrote them*). ``options``: the template's own variables (e.g.
+    back as the model wrote them*). ``lossless=True``: what the format's own rules leave
+    out of the history (``Template.history``: earlier turns' reasoning, tool definitions
+    it has no section for) is refused, naming the message and field, instead of left out
+    (docs/rendering.md, *What a format leaves out*). ``options``: the template's own variables (e.g.
     ``enable_thinking``), checked by the template when it renders.
 
     ``chatfmt.render(messages, template, **kw)`` and every other render path take these
@@ -186,6 +190,7 @@ class RenderRequest(_KeywordRequest):
     now: _dt.date | _dt.datetime | str | None = None
     options: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY)
     strict_history: bool = False
+    lossless: bool = False
 
     def _check(self, names: Iterable[str]) -> None:
         for name in names:
@@ -213,6 +218,7 @@ class RenderRequest(_KeywordRequest):
                 self.now,
                 dict(self.options),
                 self.strict_history,
+                self.lossless,
             ),
         )
 

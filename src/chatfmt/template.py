@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .config import GenerationConfig
 from .errors import TemplateError, UnsupportedFeatureError, ValidationError
+from .history_rules import KEEPS_ALL, Drop, HistoryRules
 from .protocol import Conversation, Message, validate_conversation
 from .requests import RenderRequest, parse_now
 from .segments import Kind, Segment, SegmentBuilder, TextSink, join, truncate_after_content
@@ -33,7 +34,14 @@ class RenderContext:
     bookkeeping.
     """
 
-    __slots__ = ("_now", "add_generation_prompt", "builder", "options", "strict_history")
+    __slots__ = (
+        "_now",
+        "add_generation_prompt",
+        "builder",
+        "lossless",
+        "options",
+        "strict_history",
+    )
 
     def __init__(
         self,
@@ -42,10 +50,13 @@ class RenderContext:
         options: Mapping[str, Any] | None = None,
         text_only: bool = False,
         strict_history: bool = False,
+        lossless: bool = False,
     ) -> None:
         self.add_generation_prompt = add_generation_prompt
         #: Refuse what the official template cannot write whole (see :func:`text_beside_calls`).
         self.strict_history = strict_history
+        #: Refuse what the format's own rules leave out (:attr:`Template.history`).
+        self.lossless = lossless
         self.options: Mapping[str, Any] = options if options is not None else {}
         self._now = None if now is None else parse_now(now)
         self.builder: type[SegmentBuilder] = TextSink if text_only else SegmentBuilder
@@ -110,6 +121,9 @@ class Template(ABC):
     #: The tool format (see :mod:`chatfmt.tool_format`) that ``chatfmt chat`` and ``chatfmt
     #: serve`` pair this template with when it has none of its own and none is chosen.
     default_tool_format: str | None = None
+    #: What the format leaves out of the history by its own rules (earlier turns'
+    #: reasoning, tool definitions it has no section for): see :mod:`chatfmt.history_rules`.
+    history: HistoryRules = KEEPS_ALL
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -166,6 +180,26 @@ class Template(ABC):
         """
         return self._render(messages, RenderRequest.from_kwargs(kwargs, request))
 
+    def drops(
+        self, messages: Any, *, request: RenderRequest | None = None, **kwargs: Any
+    ) -> list[Drop]:
+        """What rendering ``messages`` leaves out by the format's own rules (:attr:`history`):
+        one :class:`~chatfmt.history_rules.Drop` (message index, field, reason) per piece.
+        Same arguments as :meth:`render`; ``lossless=True`` makes that render raise instead."""
+        req = RenderRequest.from_kwargs(kwargs, request)
+        if isinstance(messages, str):
+            messages = [{"role": "user", "content": messages}]
+        conv = validate_conversation(messages, req.tools, require_tool_calls=req.sequence_start)
+        return self._drops(conv, self._context(req))
+
+    def _drops(self, conv: Conversation, ctx: RenderContext) -> list[Drop]:
+        return self.history.drops(
+            conv,
+            add_generation_prompt=ctx.add_generation_prompt,
+            options=ctx.options,
+            supports_tools=self.supports_tools,
+        )
+
     # ------------------------------------------------------------------ request API
     def _segments(self, messages: Any, request: RenderRequest) -> list[Segment]:
         """The segments of ``messages`` for ``request`` (what :meth:`segments` runs)."""
@@ -190,7 +224,11 @@ class Template(ABC):
                     else Conversation(conv.messages[:-1], conv.tools)
                 )
                 gen_ctx = RenderContext(
-                    True, ctx.datetime, ctx.options, strict_history=ctx.strict_history
+                    True,
+                    ctx.datetime,
+                    ctx.options,
+                    strict_history=ctx.strict_history,
+                    lossless=ctx.lossless,
                 )
                 return self._render_segments(head, tools, gen_ctx, sequence_start)[1]
             segs = truncate_after_content(segs, last.index)
@@ -222,6 +260,7 @@ class Template(ABC):
             "reasoning_parser": self.reasoning_parser,
             "prefix_stable": self.prefix_stable,
             "default_tool_format": self.default_tool_format,
+            "history": self.history.to_dict(self.supports_tools),
             "generation_config": self.generation_config.to_dict(),
         }
 
@@ -241,12 +280,14 @@ class Template(ABC):
             if add_generation_prompt is None
             else add_generation_prompt
         )
-        options, strict = request.options, request.strict_history
+        options, strict, lossless = request.options, request.strict_history, request.lossless
         if not options:
-            return RenderContext(add_gen, request.now, self.default_options, text_only, strict)
+            return RenderContext(
+                add_gen, request.now, self.default_options, text_only, strict, lossless
+            )
         self.check_options(options)
         merged = {**self.default_options, **options}
-        return RenderContext(add_gen, request.now, merged, text_only, strict)
+        return RenderContext(add_gen, request.now, merged, text_only, strict, lossless)
 
     def _render_segments(
         self, messages: Any, tools: Any, ctx: RenderContext, sequence_start: bool
@@ -258,6 +299,8 @@ class Template(ABC):
         afterwards by the caller. Backends with their own validation override this.
         """
         conv = validate_conversation(messages, tools, require_tool_calls=sequence_start)
+        if ctx.lossless:
+            refuse_drops(self.name, self._drops(conv, ctx))
         if not self.supports_reasoning:
             for m in conv.messages:
                 if m.reasoning_content:
@@ -383,6 +426,18 @@ def refuse_system_without_user(
             "there is none (the official template would drop it silently); add a user message",
             index=system.index,
             field="content",
+        )
+
+
+def refuse_drops(template: str, drops: Sequence[Drop]) -> None:
+    """``lossless=True``: refuse the first piece the format's rules would leave out."""
+    if drops:
+        d = drops[0]
+        raise UnsupportedFeatureError(
+            f"template {template!r} would leave out {d.field}: {d.reason} (lossless=True "
+            "refuses it; render without lossless to let the format's rule apply)",
+            index=d.index,
+            field=d.field,
         )
 
 

@@ -193,6 +193,7 @@ class _Paired(Template):
         self.default_options = base.default_options  # type: ignore[misc]
         self.prefix_stable = base.prefix_stable
         self.default_tool_format = None
+        self.history = base.history
 
     def check_options(self, options: Mapping[str, Any]) -> None:
         self.base.check_options(options)
@@ -210,6 +211,8 @@ class PairedTemplate(_Paired):
         super().__init__(base, name, f"Tools: {tool_format.description}.", f"tool format: {name}")
         self.tool_format = tool_format
         self.tool_call_format = tool_format.call_format
+        # the named format writes the tool definitions the base has no section for
+        self.history = dataclasses.replace(base.history, tool_definitions=True)
         self.set_parsers(tool_format.parser, base.reasoning_parser_class or base.reasoning_parser)
 
     def info(self) -> dict[str, Any]:

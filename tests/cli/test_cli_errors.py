@@ -364,6 +364,11 @@ def test_a_busy_port_is_one_line_before_anything_loads(command: list[str]) -> No
     _one_line_error(result, f"port {port}", "already in use", "--port")
 
 
+def test_an_unknown_event_loop_is_one_line_before_anything_loads() -> None:
+    result = runner.invoke(app, ["serve", "--template", "qwen3", "--port", "0", "--loop", "tokio"])
+    _one_line_error(result, "--loop", "'tokio'")
+
+
 def test_render_writes_what_the_library_renders_when_segments_are_unavailable(
     tmp_path: Path,
 ) -> None:

@@ -241,3 +241,49 @@ def test_forced_choices_work_where_a_prefill_cannot(
         assert not gbnf_accepts(constraint.gbnf, reply.replace("get_weather", "get_time"))
     parsed = chatfmt.parse(reply, chatfmt.get_template(name), tools=TOOLS, **options)
     assert [c["function"]["name"] for c in parsed["tool_calls"]] == ["get_weather"]
+
+
+# ---------------------------------------------------------------------- named tool parsers
+@pytest.mark.parametrize(
+    ("base", "parser", "call"),
+    [
+        # vLLM tests/tool_parsers/test_pythonic_tool_parser.py writes calls as a bare list
+        (
+            "meta-llama/Llama-3.2-3B-Instruct",
+            "pythonic",
+            "[get_weather(city='Oslo', days=2, metric=True)]",
+        ),
+        # what vLLM's phi4_mini_json parser reads (phi4mini_tool_parser.py): functools[{…}]
+        (
+            "qwen2.5",
+            "phi4_mini_json",
+            'functools[{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}]',
+        ),
+        # vLLM tests/tool_parsers/test_ernie45_moe_tool_parser.py: one <tool_call> block a call
+        (
+            "qwen2.5",
+            "ernie45",
+            '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo", "days": 2}}\n'
+            "</tool_call>",
+        ),
+    ],
+)
+def test_a_template_paired_with_a_named_parser_gets_its_grammar(
+    base: str, parser: str, call: str
+) -> None:
+    """``with_tool_parser`` (vLLM's ``--tool-call-parser``): required and named choices are
+    constrained to the parser's format (its declared ToolCallFormat), the call the parser
+    reads is accepted, a wrong type or an unknown tool is not."""
+    tpl = chatfmt.with_tool_parser(base, parser)
+    for choice in ("required", NAMED):
+        constraint = compile_constraint(tpl, tools=TOOLS, tool_choice=choice)
+        assert constraint is not None and constraint.gbnf, (parser, choice)
+        text = call[len(constraint.prefill) :] if constraint.prefill else call
+        assert call.startswith(constraint.prefill or "")
+        assert gbnf_accepts(constraint.gbnf, text), (parser, choice, constraint.prefill)
+        assert not gbnf_accepts(constraint.gbnf, text.replace("2", "[2]", 1))
+        if choice == "required":
+            assert not gbnf_accepts(constraint.gbnf, text.replace("get_weather", "get_forecast"))
+    # what the grammar lets through, the parser reads back as the call
+    parsed = chatfmt.parse(call, tpl, tools=TOOLS)
+    assert [c.name for c in parsed.tool_calls] == ["get_weather"]

@@ -203,3 +203,37 @@ def test_usage_is_counted_by_the_engine_when_it_sends_none(
         "total_tokens": prompt + len("Hello there!"),
     }
     assert usages[1]["completion_tokens"] == 5  # the engine stopped at max_tokens
+
+
+@pytest.mark.slow  # loads transformers' tokenizers
+@pytest.mark.parametrize("name", ["qwen3", "llama3_1"])
+def test_special_token_strings_in_a_prompt_are_the_special_tokens(
+    engine: FakeCompletionsServer, name: str
+) -> None:
+    """vLLM's ``/tokenize`` encodes a prompt as its completions do: the tokenizer's own
+    ``encode``, where a special token's text is that token (``<|im_end|>`` is one id, not
+    ``<``, ``|``, …) and ``add_special_tokens`` (default true) adds what the tokenizer adds
+    (Llama 3's BOS). The reference is transformers' own tokenizer of the same files."""
+    transformers = pytest.importorskip("transformers")
+    path = SHARED / "tokenizers" / name
+    reference = transformers.AutoTokenizer.from_pretrained(str(path))
+    text = {
+        "qwen3": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+        "llama3_1": "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+    }[name]
+    entry = entry_for(engine, "vllm", load_tokenizer(path))
+    engine.root_posts.clear()
+    with gateway(create_app({"qwen": entry})) as base:
+        for special in (True, False):
+            got = httpx.post(
+                base + "/tokenize",
+                json={"model": "qwen", "prompt": text, "add_special_tokens": special},
+            ).json()
+            want = reference(text, add_special_tokens=special)["input_ids"]
+            assert got["tokens"] == want and got["count"] == len(want)
+            # every special-token string became its one id
+            for token in [*reference.all_special_tokens, "<|im_end|>", "<|eot_id|>"]:
+                tid = reference.convert_tokens_to_ids(token)
+                if token in text and isinstance(tid, int):
+                    assert got["tokens"].count(tid) == text.count(token)
+    assert engine.root_posts == []  # the known tokenizer answered

@@ -121,6 +121,22 @@ def test_nemotron_nano_v2_call_after_prefilled_reasoning(after: str) -> None:
     assert "TOOLCALL" not in (msg.get("reasoning_content") or "")
 
 
+# llama.cpp tests/chat-parsers/test-nemotron-v2.cpp, test_templates(message_assist_call): the
+# model's whole output after the template's generation prompt (which opens <think>) is the bare
+# call; it parses as message_assist_call (no reasoning)
+@pytest.mark.parametrize("after", ["", HELLO])
+def test_nemotron_nano_v2_bare_call_after_the_prompts_open_think(after: str) -> None:
+    model = "nvidia/NVIDIA-Nemotron-Nano-9B-v2"
+    prompt = chatfmt.render([{"role": "user", "content": "Hey there!"}], model)
+    assert prompt.endswith("<think>\n")  # the prompt prefilled the reasoning block
+    msg = assert_stream_equals_whole(NEMOTRON_CALL + after, model)
+    assert (msg.get("reasoning_content"), _calls(msg)) == (None, [SPECIAL])
+    assert msg["content"] == (after or None)
+    # a call inside reasoning text is still reasoning (only a leading marker skips it)
+    inside = assert_stream_equals_whole("Let me call " + NEMOTRON_CALL, model)
+    assert _calls(inside) == [] and "TOOLCALL" in inside["reasoning_content"]
+
+
 # ------------------------------------------------------------------ LFM2 / LFM2.5 by model id
 LFM2_IDS = [
     "LiquidAI/LFM2-350M",
@@ -716,6 +732,79 @@ def test_ernie45_reasoning_vllm_cases(text: str, reasoning: str, content: str | 
     assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
 
 
+ERNIE_PT = ("baidu/ERNIE-4.5-0.3B-PT", "baidu/ERNIE-4.5-21B-A3B-PT", "baidu/ERNIE-4.5-300B-A47B-PT")
+ERNIE_THINKING = "baidu/ERNIE-4.5-21B-A3B-Thinking"
+#: The ERNIE 4.5 chat template as transformers publishes it (DEFAULT_CHAT_TEMPLATE of
+#: src/transformers/models/ernie4_5/convert_ernie4_5_tokenizer.py), copied byte for byte
+ERNIE_OFFICIAL = DATA / "transformers-ernie4_5-DEFAULT_CHAT_TEMPLATE.jinja"
+
+
+def test_ernie45_ids_resolve_and_render_the_official_template() -> None:
+    from _support import official_render
+
+    source = ERNIE_OFFICIAL.read_text(encoding="utf-8")
+    assert chatfmt.get_template(ERNIE_OFFICIAL).name == "ernie-4.5"  # the shipped file
+    convs = [
+        [{"role": "user", "content": "hi"}],
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": "Weather?"},
+        ],
+    ]
+    for model in (*ERNIE_PT, ERNIE_THINKING):
+        tpl = chatfmt.get_template(model)
+        assert tpl.name == ("ernie-4.5-thinking" if "Thinking" in model else "ernie-4.5")
+        for conv in convs:
+            for gen in (True, False):
+                assert tpl.render(conv, add_generation_prompt=gen) == official_render(
+                    source, conv, add_generation_prompt=gen
+                )
+    thinking = chatfmt.get_template(ERNIE_THINKING)
+    assert (thinking.tool_parser, thinking.reasoning_parser) == ("ernie45", "ernie45")
+    # no tool-definition section in the family's template: declared, and refused on request
+    assert thinking.info()["history"]["tool_definitions"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "calls", "content"),
+    [
+        ("This is a test", [], "This is a test"),
+        (ERNIE_TEMP, [TEMP_CALL], None),
+        (ERNIE_TEMP + ERNIE_UNIT, [TEMP_CALL, UNIT_CALL], None),
+    ],
+)
+def test_ernie45_vllm_tool_cases_by_model_id(text: str, calls: Calls, content: str | None) -> None:
+    # vLLM tests/tool_parsers/test_ernie45_moe_tool_parser.py, through the template the ids
+    # resolve to (its end-of-turn marker closes the reply)
+    for model in ERNIE_PT:
+        msg = assert_stream_equals_whole(text + "<|end_of_sentence|>", model)
+        assert (_calls(msg), msg["content"]) == (calls, content)
+    # the Thinking model: its reasoning comes first and </think> closes it (vLLM's ernie45
+    # reasoning parser reads the output as starting inside it)
+    msg = assert_stream_equals_whole(ERNIE_THOUGHT + text + "<|end_of_sentence|>", ERNIE_THINKING)
+    assert msg.get("reasoning_content") == ERNIE_THOUGHT.split("\n</think>")[0]
+    assert (_calls(msg), msg["content"]) == (calls, content)
+
+
+# vLLM tests/reasoning/test_ernie45_reasoning_parser.py, by the Thinking model's id
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        ("abc</think>def", "abc", "def"),
+        ("abc", "abc", None),
+        ("abc\nABC</think>def\nDEF", "abc\nABC", "def\nDEF"),
+        ("abc\n</think>\n\n<response>\ndef\n</response>\n", "abc", "def"),
+    ],
+)
+def test_ernie45_thinking_reasoning_cases_by_model_id(
+    text: str, reasoning: str, content: str | None
+) -> None:
+    msg = assert_stream_equals_whole(text, ERNIE_THINKING)
+    assert (msg.get("reasoning_content"), msg["content"]) == (reasoning, content)
+
+
 # ---------------------------------------------------------------------------------- Magistral
 MAGISTRAL = ("mistralai/Magistral-Small-2509", "mistralai/Magistral-Medium-2509")
 
@@ -839,6 +928,45 @@ def test_jamba_template_resolves() -> None:
         "<|startoftext|><|bom|><|system|> <|eom|><|bom|><|user|> Hello, how are you?<|eom|>"
         "<|bom|><|assistant|>"
     )
+
+
+#: The GGUF chat template of AI21-Jamba-Mini-1.7 as the public repository r-rojo/rampipe keeps
+#: it (tests/fixtures/jamba_mini_1_7_chat_template.jinja, commit 66b8273a9662), byte for byte
+JAMBA_OFFICIAL = DATA / "rampipe-jamba_mini_1_7_chat_template.jinja"
+
+
+def test_jamba_template_is_byte_identical_to_the_official_file() -> None:
+    from _support import official_render
+
+    source = JAMBA_OFFICIAL.read_text(encoding="utf-8")
+    tpl = chatfmt.get_template(JAMBA[0])
+    assert tpl.jinja_source == source
+    assert chatfmt.get_template(JAMBA_OFFICIAL) is tpl  # the same file is the same template
+    weather = _tool("get_current_weather", city="string", state="string")
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "get_current_weather", "arguments": '{"city": "Dallas"}'},
+    }
+    convs: list[tuple[list[dict[str, Any]], Any]] = [
+        ([{"role": "user", "content": "Hello, how are you?"}], None),
+        (
+            [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Weather in Dallas?"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+                {"role": "assistant", "content": "It is sunny."},
+            ],
+            [weather],
+        ),
+    ]
+    for conv, tools in convs:
+        for gen in (True, False):
+            expected = official_render(
+                source, conv, tools=tools, add_generation_prompt=gen, bos_token="<|startoftext|>"
+            )
+            assert tpl.render(conv, tools=tools, add_generation_prompt=gen) == expected
 
 
 # vLLM tests/tool_parsers/test_jamba_tool_parser.py

@@ -8,9 +8,10 @@ name and argument key/value appears in the render, or the render raises a
 
 Packaged official Jinja files are held to the same property as native templates (they refuse
 what their file would drop, ``chatfmt.jinja.packaged.dropped``). The only drops allowed are
-the formats' own rules in :data:`EXEMPTIONS` (data, each with its reason): reasoning the
-format never shows again (that of earlier turns), and tool definitions a format has no
-section for. Every text in a generated conversation is a unique marker word (``zq<n>v``) that no
+the ones the template itself declares as its format's rules (``Template.history``, asked
+through ``Template.drops``; the test keeps no list): reasoning the format never shows again
+(that of earlier turns), and tool definitions a format has no section for. With
+``lossless=True`` not even those: the render refuses them. Every text in a generated conversation is a unique marker word (``zq<n>v``) that no
 template writes on its own and that no other marker contains, so "appears in the render" is
 a real check.
 """
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 
 import chatfmt
 from chatfmt.errors import ChatFmtError, UnsupportedFeatureError
+from chatfmt.history_rules import HistoryRules, Shown
 from chatfmt.jinja import TemplateRejected
 
 #: the slow tier (`pytest -m "not slow"` leaves it out; CI runs it)
@@ -154,180 +156,28 @@ def cases(draw: st.DrawFn) -> Case:
     return Case(msgs, tools, draw(st.booleans()), pieces)
 
 
-# ----------------------------------------------------------------------------- exemptions
-Condition = Callable[[Case, int | None], bool]
-Templates = Callable[[chatfmt.Template], bool]
-
-
-@dataclass(frozen=True)
-class Exemption:
-    """A documented drop: ``field`` (a path prefix) of the data, for ``templates``, when ``when``."""
-
-    templates: Templates
-    field: str
-    when: Condition
-    reason: str
-
-    def covers(self, template: chatfmt.Template, case: Case, index: int | None, path: str) -> bool:
-        return self.templates(template) and path.startswith(self.field) and self.when(case, index)
-
-
-def named(names: frozenset[str]) -> Templates:
-    return lambda t: t.name in names
-
-
-def _always(case: Case, index: int | None) -> bool:
-    return True
-
-
-def _before_last_user(case: Case, index: int | None) -> bool:
-    return index is not None and index < case.last_user()
-
-
-#: Official formats that have a tool-call syntax but no tool-definition section.
-NO_TOOL_DEFINITIONS = frozenset(
-    {"deepseek-v3", "deepseek-v3.1", "deepseek-r1-distill-llama", "deepseek-r1-distill-qwen"}
-)
-#: Official formats that drop the reasoning of turns before the last user message.
-EARLIER_REASONING_DROPPED = frozenset(
-    {
-        "qwen3",
-        "qwq",
-        "glm4.5",
-        "glm4.7",
-        "smollm3",
-        "deepseek-v3.1",
-        "deepseek-v3.2",
-        "deepseek-r1-distill-llama",
-        "deepseek-r1-distill-qwen",
-        "lfm2.5-moe",
-        "qwen3.5",
-        # official Jinja files shipped as they are
-        "apriel-1.6",
-        "deepseek-v4",
-        "deepseek-v4-flash-0731",
-        "hy3",
-        "minicpm5",
-        "minimax-m2",
-        "nemotron-nano-v2",
-        "nemotron3-nano",
-        "reka-edge",
-        "rwkv-world",
-        "step3.5",
-    }
-)
-#: Gemma 4: reasoning is written only for replies with tool calls after the last user message.
-GEMMA4 = frozenset({"gemma4", "gemma4-interleaved"})
-
-
-def _not_the_last_assistant(case: Case, index: int | None) -> bool:
-    replies = [i for i, m in enumerate(case.messages) if m["role"] == "assistant"]
-    return index is not None and bool(replies) and index != replies[-1]
-
-
-def _not_a_call_after_last_user(case: Case, index: int | None) -> bool:
-    if index is None or index <= case.last_user():
-        return True
-    return not case.messages[index].get("tool_calls")
-
-
-def _later_final_reply(case: Case, index: int | None) -> bool:
-    """A tool-call message followed by an assistant reply without calls (Harmony drops its
-    analysis then)."""
-    if index is None or not case.messages[index].get("tool_calls"):
-        return False
-    return any(
-        m["role"] == "assistant" and not m.get("tool_calls") for m in case.messages[index + 1 :]
+# ----------------------------------------------------------------------------- the format's rules
+def declared_drops(
+    template: chatfmt.Template, case: Case, options: dict[str, Any]
+) -> set[tuple[int | None, str]]:
+    """The (message index, field path) pieces the template itself declares it leaves out
+    (``Template.history``, asked through ``Template.drops``): no list in this test."""
+    out: set[tuple[int | None, str]] = set()
+    drops = template.drops(
+        case.messages,
+        tools=case.tools,
+        add_generation_prompt=case.add_generation_prompt,
+        **options,
     )
+    for d in drops:
+        out.add((d.index, THINK_IN_CONTENT if d.field == "content" else d.field))
+    return out
 
 
-def _harmony_reasoning_dropped(case: Case, index: int | None) -> bool:
-    """gpt-oss keeps reasoning only for a tool call not yet answered by a final reply and for a
-    final reply that ends a conversation rendered without a generation prompt (training)."""
-    if index is None:
-        return False
-    if case.messages[index].get("tool_calls"):
-        return _later_final_reply(case, index)
-    return index != len(case.messages) - 1 or case.add_generation_prompt
-
-
-#: Official formats that drop the reasoning of every reply up to the last assistant reply
-#: without tool calls (Kimi-K2-Thinking keeps it only for the agentic turn in progress).
-REASONING_UP_TO_LAST_REPLY_DROPPED = frozenset({"kimi-k2-thinking"})
-
-
-def _up_to_last_plain_reply(case: Case, index: int | None) -> bool:
-    replies = [
-        i
-        for i, m in enumerate(case.messages)
-        if m["role"] == "assistant" and not m.get("tool_calls")
-    ]
-    return index is not None and bool(replies) and index <= replies[-1]
-
-
-EXEMPTIONS: tuple[Exemption, ...] = (
-    Exemption(
-        named(frozenset({"gpt-oss"})),
-        "reasoning_content",
-        _harmony_reasoning_dropped,
-        "Harmony (gpt-oss) drops the analysis (reasoning) of earlier replies; it renders it "
-        "only for a pending tool call and for a final reply rendered for training",
-    ),
-    Exemption(
-        named(EARLIER_REASONING_DROPPED),
-        "reasoning_content",
-        _before_last_user,
-        "the official format drops the reasoning of turns before the last user message "
-        "(the model never sees earlier reasoning); after it, reasoning is rendered or refused",
-    ),
-    Exemption(
-        named(EARLIER_REASONING_DROPPED),
-        THINK_IN_CONTENT,
-        _before_last_user,
-        "the same reasoning written into content as <think>…</think>: the official format cuts "
-        "it from replies before the last user message",
-    ),
-    Exemption(
-        named(REASONING_UP_TO_LAST_REPLY_DROPPED),
-        "reasoning_content",
-        _up_to_last_plain_reply,
-        "the official format writes an empty <think></think> for every reply up to the last "
-        "assistant reply without tool calls; the reasoning of the tool-calling turn after it "
-        "is rendered",
-    ),
-    Exemption(
-        lambda t: not t.supports_tools,
-        "tools",
-        _always,
-        "a template whose official format has no tool definitions (supports_tools is false) "
-        "ignores tools=, as its official template does; its tool calls and results are refused",
-    ),
-    Exemption(
-        named(NO_TOOL_DEFINITIONS),
-        "tools",
-        _always,
-        "the official DeepSeek V3 / V3.1 / R1-distill templates write tool calls and results "
-        "but have no section for tool definitions: tools= is ignored as they ignore it",
-    ),
-    Exemption(
-        named(frozenset({"lfm2.5"})),
-        THINK_IN_CONTENT,
-        _not_the_last_assistant,
-        "the official LFM2.5-Instruct template cuts <think>…</think> from every reply but the "
-        "last one (unless keep_past_thinking=True)",
-    ),
-    Exemption(
-        named(GEMMA4),
-        "reasoning_content",
-        _not_a_call_after_last_user,
-        "the official Gemma 4 templates write reasoning only for replies with tool calls after "
-        "the last user message (thinking between calls); other reasoning is not shown to the model",
-    ),
-)
-
-
-def exempt(template: chatfmt.Template, case: Case, index: int | None, path: str) -> bool:
-    return any(e.covers(template, case, index, path) for e in EXEMPTIONS)
+def exempt(covered: set[tuple[int | None, str]], index: int | None, path: str) -> bool:
+    if path.startswith("tools["):
+        path = "tools"
+    return (index, path) in covered
 
 
 # ----------------------------------------------------------------------------- the property
@@ -366,10 +216,14 @@ def check_no_silent_loss(
                 f"{template.name}: error names no message of the conversation: {exc!r}"
             )
         return
+    # with lossless=True nothing may be left out (the render raises instead)
+    covered = (
+        set() if (options or {}).get("lossless") else declared_drops(template, case, options or {})
+    )
     lost = [
         (index, path, word)
         for index, path, word in case.pieces
-        if word not in out and not exempt(template, case, index, path)
+        if word not in out and not exempt(covered, index, path)
     ]
     assert not lost, (
         f"{template.name} silently dropped {lost}\noptions={options}\nmessages={case.messages}\n"
@@ -390,6 +244,8 @@ def test_every_template_renders_or_refuses_with_index_and_field(
     # strict_history: the official bytes or an error (by default text beside tool calls that
     # the official template would drop is written as the model writes it)
     options["strict_history"] = data.draw(st.booleans(), label="strict_history")
+    # lossless: what the format's own rules leave out is refused instead
+    options["lossless"] = data.draw(st.booleans(), label="lossless")
     check_no_silent_loss(template, case, options)
 
 
@@ -408,37 +264,88 @@ def test_the_property_is_not_vacuous(name: str) -> None:
     assert all(f"zq{n}v" in out for n in range(1, len(msgs) * 2 + 1))
 
 
-@pytest.mark.parametrize("name", sorted(EARLIER_REASONING_DROPPED))
-def test_listed_templates_do_drop_earlier_reasoning(name: str) -> None:
-    """The exemption list is exact: each listed template really drops it (and accepts it)."""
-    msgs = [
+def _declaring(pick: Callable[[HistoryRules], bool]) -> list[str]:
+    return [t.name for t in chatfmt.list_templates() if pick(t.history)]
+
+
+#: A reply with reasoning (field and form drawn below) before a later user turn and reply:
+#: every rule but ``Shown.ALL`` leaves message 1's reasoning out.
+def _history(field: str) -> list[dict[str, Any]]:
+    reply: dict[str, Any] = {"role": "assistant", "content": "zq2v"}
+    if field == "reasoning_content":
+        reply["reasoning_content"] = "zq3v"
+    else:
+        reply["content"] = "<think>\nzq3v\n</think>\n\nzq2v"
+    return [
         {"role": "user", "content": "zq1v"},
-        {"role": "assistant", "content": "zq2v", "reasoning_content": "zq3v"},
+        reply,
         {"role": "user", "content": "zq4v"},
+        {"role": "assistant", "content": "zq5v"},
     ]
-    out = chatfmt.get_template(name).render(msgs)
-    assert "zq2v" in out and "zq4v" in out and "zq3v" not in out
 
 
-@pytest.mark.parametrize("name", sorted(REASONING_UP_TO_LAST_REPLY_DROPPED))
-def test_listed_templates_do_drop_reasoning_up_to_the_last_reply(name: str) -> None:
-    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    msgs = [
-        {"role": "user", "content": "zq1v"},
-        {"role": "assistant", "content": "zq2v", "reasoning_content": "zq3v"},
-        {"role": "user", "content": "zq4v"},
-        {"role": "assistant", "content": "zq5v", "reasoning_content": "zq6v", "tool_calls": [call]},
-    ]
-    out = chatfmt.get_template(name).render(msgs)
-    assert "zq2v" in out and "zq5v" in out and "zq6v" in out and "zq3v" not in out
-
-
-@pytest.mark.parametrize("name", sorted(NO_TOOL_DEFINITIONS))
-def test_listed_templates_have_no_tool_definitions(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [(n, "reasoning_content") for n in _declaring(lambda h: h.reasoning is not Shown.ALL)]
+    + [(n, "content") for n in _declaring(lambda h: h.think_in_content is not Shown.ALL)],
+)
+def test_declared_reasoning_rules_are_exact_and_lossless_refuses_them(
+    name: str, field: str
+) -> None:
+    """What a template declares it leaves out it really leaves out (the declaration is not a
+    blanket excuse), ``drops`` names it, ``lossless=True`` refuses it, and the option that
+    keeps it (``kept_by``) keeps it."""
     tpl = chatfmt.get_template(name)
-    assert tpl.supports_tools  # tool calls yes, definitions no
+    msgs = _history(field)
+    out = tpl.render(msgs, add_generation_prompt=False)
+    assert all(w in out for w in ("zq1v", "zq2v", "zq4v", "zq5v")) and "zq3v" not in out
+    drops = tpl.drops(msgs, add_generation_prompt=False)
+    assert [(d.index, d.field) for d in drops] == [(1, field)] and drops[0].reason
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(msgs, add_generation_prompt=False, lossless=True)
+    assert (err.value.index, err.value.field) == (1, field)
+    if tpl.history.kept_by is not None:
+        option, value = tpl.history.kept_by
+        kept = tpl.render(msgs, add_generation_prompt=False, lossless=True, **{option: value})
+        assert "zq3v" in kept
+
+
+#: one chat template without tool support (it has no tool-definition section either)
+NO_TOOLS = next(
+    t.name
+    for t in chatfmt.list_templates()
+    if not t.supports_tools and t.generation_config.capability != "completion"
+)
+
+
+@pytest.mark.parametrize("name", [*_declaring(lambda h: not h.tool_definitions), NO_TOOLS])
+def test_templates_without_a_tool_definition_section_say_so(name: str) -> None:
+    tpl = chatfmt.get_template(name)
+    assert not tpl.info()["history"]["tool_definitions"]
     tool = {"type": "function", "function": {"name": "zq9v", "parameters": {"type": "object"}}}
-    assert "zq9v" not in tpl.render([{"role": "user", "content": "hi"}], tools=[tool])
+    ask = [{"role": "user", "content": "hi"}]
+    assert "zq9v" not in tpl.render(ask, tools=[tool])
+    assert [(d.index, d.field) for d in tpl.drops(ask, tools=[tool])] == [(None, "tools")]
+    with pytest.raises(UnsupportedFeatureError) as err:
+        tpl.render(ask, tools=[tool], lossless=True)
+    assert (err.value.index, err.value.field) == (None, "tools")
+
+
+def test_harmony_keeps_the_analysis_of_a_pending_call_only() -> None:
+    """gpt-oss: the declared rule follows openai-harmony (tests/render/test_gpt_oss.py)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    pending = [
+        {"role": "user", "content": "zq1v"},
+        {"role": "assistant", "content": None, "reasoning_content": "zq3v", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "zq4v"},
+    ]
+    tpl = chatfmt.get_template("gpt-oss")
+    assert "zq3v" in tpl.render(pending) and tpl.drops(pending) == []
+    answered = [*pending, {"role": "assistant", "content": "zq5v"}]
+    assert "zq3v" not in tpl.render(answered, add_generation_prompt=False)
+    assert [(d.index, d.field) for d in tpl.drops(answered, add_generation_prompt=False)] == [
+        (1, "reasoning_content")
+    ]
 
 
 # ----------------------------------------------------------------------------- the reported cases
@@ -589,3 +496,19 @@ def test_lfm2_writes_tool_calls_of_earlier_turns_as_the_model_does(name: str) ->
     with pytest.raises(UnsupportedFeatureError) as err:
         chatfmt.render(msgs, name, tools=TOOLS_PAIR, strict_history=True)
     assert (err.value.index, err.value.field) == (1, "tool_calls[0]")
+
+
+def test_a_recognized_official_file_keeps_its_formats_rules() -> None:
+    """Qwen3's official Jinja, loaded from a file, is recognized as the native ``qwen3``: its
+    declared rules are the native template's, whichever of the two renders a call."""
+    from _support import TEMPLATES as REFERENCE
+    from _support import require_shared
+
+    require_shared()
+    tpl = chatfmt.get_template(REFERENCE / "Qwen-Qwen3-0.6B.jinja")
+    assert tpl.history == chatfmt.get_template("qwen3").history
+    msgs = _history("reasoning_content")
+    for options in ({}, {"enable_thinking": False}):  # native and Jinja backends
+        with pytest.raises(UnsupportedFeatureError) as err:
+            tpl.render(msgs, add_generation_prompt=False, lossless=True, **options)
+        assert (err.value.index, err.value.field) == (1, "reasoning_content")

@@ -287,6 +287,22 @@ def test_qwen3_matches_official(conv: dict[str, Any], agp: bool, thinking: bool 
             assert_segment_invariants(tpl, conv, **options)
 
 
+def test_qwen3_newline_reply_with_reasoning_before_a_call() -> None:
+    """Found by the property above: the official template prints the content stripped of its
+    leading newlines but tests the unstripped one before the first call."""
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "get_current_weather", "arguments": '{"location": "hello"}'},
+    }
+    msgs = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "\n", "tool_calls": [call], "reasoning_content": " "},
+    ]
+    conv = {"messages": msgs, "tools": None}
+    assert_same(chatfmt.get_template("qwen3"), official_source(QWEN3_FILE), conv, False)
+
+
 def _tokenizer_template() -> str:
     cfg = json.loads((SHARED / "tokenizers" / "qwen3" / "tokenizer_config.json").read_text())
     return str(cfg["chat_template"])

@@ -101,7 +101,7 @@ class CompletionRequest:
             "top_k": gc.top_k,
             "repetition_penalty": gc.repetition_penalty,
         }
-        known = {f.name for f in fields(cls)}
+        known = _field_names(cls)
         unknown = sorted(set(overrides) - known)
         if unknown:
             raise ValidationError(
@@ -113,6 +113,18 @@ class CompletionRequest:
     def with_(self, **changes: Any) -> CompletionRequest:
         """A copy with ``changes`` (validated like the constructor)."""
         return replace(self, **changes)
+
+
+#: The field names of each dataclass :func:`_field_names` was asked about.
+_FIELD_NAMES: dict[Any, frozenset[str]] = {}
+
+
+def _field_names(cls: Any) -> frozenset[str]:
+    """The field names of a dataclass (looked up once per class, not per request)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(f.name for f in fields(cls))
+    return names
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,7 @@ RENDER_PARAMETERS = {
     "continue_final_message": "use --continue-final-message",
     "sequence_start": "use --follow-up",
     "strict_history": "use --strict-history",
+    "lossless": "use --lossless",
 }
 _PYTHON_LITERALS = {"True": True, "False": False, "None": None}
 #: Spellings that look like a boolean or null but are neither JSON nor Python literals.

@@ -439,8 +439,7 @@ class Gateway:
         stops = translated.chat.sampling.stop
         if not body.stream:
             return JSONResponse(await anthropic_wire.complete(generation, self.signer, stops))
-        input_tokens = await prompt_tokens(generation.prepared)
-        await generation.start()
+        input_tokens = await generation.start_counted()
         events = anthropic_wire.events(generation, self.signer, stops, input_tokens)
         return EventStream(events, generation.aclose)
 

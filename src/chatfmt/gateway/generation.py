@@ -8,6 +8,7 @@ the finish reason and the reply's validation are the same for all of them.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncGenerator
@@ -26,7 +27,7 @@ from ..parsing import Delta, merge_deltas
 from ..parsing.openai_wire import message_dict
 from ..turn import ParsedTurn
 from . import metrics
-from .chat import Prepared
+from .chat import Prepared, prompt_tokens
 from .errors import APIError, api_error
 
 log = logging.getLogger("chatfmt.gateway")
@@ -51,6 +52,11 @@ class Generation:
         self.prepared = prepared
         self.request = request
         self.max_calls = prepared.chat.max_calls
+        #: The prompt's token count where it is known before the backend's (counted by the
+        #: engine's tokenize endpoint for an API that needs it first: see :meth:`start_counted`).
+        self.prompt_count: int | None = (
+            len(prepared.prompt_ids) if prepared.prompt_ids is not None else None
+        )
         self._begin()
 
     def _begin(self) -> None:
@@ -89,6 +95,39 @@ class Generation:
             timing.metrics.first_token(
                 timing.endpoint, self.prepared.entry.name, time.perf_counter() - timing.start
             )
+
+    async def start_counted(self) -> int:
+        """:meth:`start`, and the prompt's token count (the known tokenizer's, else the
+        engine's tokenize endpoint: see :func:`~.chat.prompt_tokens`) for an API whose first
+        event carries it.
+
+        The engine counts while the request is sent and its first chunk awaited, instead of
+        before; a model that cannot count (no tokenizer, no tokenize endpoint known) is
+        refused before generation. The count is kept (:attr:`prompt_count`): the usage at
+        the end does not ask for it again.
+        """
+        if self.prompt_count is not None:
+            await self.start()
+            return self.prompt_count
+        counting = asyncio.ensure_future(prompt_tokens(self.prepared))
+        await asyncio.sleep(0)  # the count's first step: a model that cannot count says so
+        if counting.done() and counting.exception() is not None:
+            await self.aclose()
+            raise counting.exception()  # type: ignore[misc]
+        try:
+            await self.start()
+        except BaseException:
+            counting.cancel()
+            await asyncio.wait((counting,))
+            if not counting.cancelled():
+                counting.exception()  # retrieved: the start's failure is the one answered
+            raise
+        try:
+            self.prompt_count = await counting
+        except BaseException:
+            await self.aclose()
+            raise
+        return self.prompt_count
 
     def batches(self) -> AsyncGenerator[list[Delta], None]:
         """The deltas, per backend chunk (the one read by :meth:`start` first), then the
@@ -164,8 +203,8 @@ class Generation:
         failed = isinstance(turn.error, BackendError)
         usage = (self._usage if self._usage_known else None) or turn.usage
         prompt = usage.prompt_tokens if usage is not None else None
-        if prompt is None and self.prepared.prompt_ids is not None:
-            prompt = len(self.prepared.prompt_ids)
+        if prompt is None:
+            prompt = self.prompt_count
         completion = usage.completion_tokens if usage is not None else None
         recorder.finished(self.prepared.entry.name, prompt, completion, failed)
 
@@ -198,6 +237,8 @@ class Generation:
             return usage
         known = self.turn.usage or Usage()
         prompt, completion = known.prompt_tokens, known.completion_tokens
+        if prompt is None:
+            prompt = self.prompt_count
         backend = self.prepared.entry.backend
         try:
             if prompt is None:
@@ -225,8 +266,8 @@ class Generation:
         usage = turn.usage or Usage()
         prompt, completion = usage.prompt_tokens, usage.completion_tokens
         tokenizer = prepared.entry.active_tokenizer
-        if prompt is None and prepared.prompt_ids is not None:
-            prompt = len(prepared.prompt_ids)
+        if prompt is None:
+            prompt = self.prompt_count
         if completion is None and tokenizer is not None:
             output = self.output
             completion = self._at_most_max(len(tokenizer.encode(output))) if output else 0

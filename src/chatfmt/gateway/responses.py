@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import fastjson
 from ..errors import ChatFmtError
+from ..parsing import ContentDelta
 from ..thinking import thinking_options
 from .chat import prompt_tokens
 from .errors import APIError, api_error
@@ -376,6 +377,22 @@ async def create(writer: ResponseWriter) -> dict[str, Any]:
     return await writer.finished()
 
 
+#: The end of a ``response.output_text.delta`` event after its text (as :func:`_sse` writes
+#: the event :meth:`~.responses_items.OutputItems.feed` makes), up to its sequence number.
+_TEXT_DELTA_END = b',"logprobs":[],"sequence_number":%d}\n\n'
+
+
+def _text_delta_head(item_id: str, output_index: int) -> bytes:
+    """A ``response.output_text.delta`` event of message ``item_id``, up to its text."""
+    head = {
+        "type": "response.output_text.delta",
+        "item_id": item_id,
+        "output_index": output_index,
+        "content_index": 0,
+    }
+    return b"event: response.output_text.delta\ndata: " + fastjson.dumps(head)[:-1] + b',"delta":'
+
+
 def _sse(event: dict[str, Any]) -> bytes:
     """One server-sent event: ``event: <type>`` and the event as JSON."""
     return b"event: " + event["type"].encode() + b"\ndata: " + fastjson.dumps(event) + b"\n\n"
@@ -400,13 +417,19 @@ async def events(writer: ResponseWriter) -> AsyncGenerator[bytes, None]:
 
     out: list[bytes] = []
     try:
-        out.append(sse({"type": "response.created", "response": writer.resource("in_progress")}))
-        out.append(
-            sse({"type": "response.in_progress", "response": writer.resource("in_progress")})
-        )
-        feed = output.feed
+        resource = writer.resource("in_progress")
+        out.append(sse({"type": "response.created", "response": resource}))
+        out.append(sse({"type": "response.in_progress", "response": resource}))
+        feed, more_text, dumps = output.feed, output.more_text, fastjson.dumps
+        head, head_of = b"", ("", -1)  # the open message's text delta event, up to its text
         async for batch in generation.batches():  # the hot loop: one pass per backend chunk
             for delta in batch:
+                if type(delta) is ContentDelta and (into := more_text(delta.text)) is not None:
+                    if into != head_of:
+                        head, head_of = _text_delta_head(*into), into
+                    out.append(head + dumps(delta.text) + _TEXT_DELTA_END % sequence)
+                    sequence += 1
+                    continue
                 for event in feed(delta):
                     out.append(sse(event))
             if out:

@@ -72,6 +72,17 @@ class OutputItems:
             item["arguments"] += delta.text
         return events
 
+    def more_text(self, text: str) -> tuple[str, int] | None:
+        """Non-empty ``text`` added to the open message item, whose id and output index are
+        returned: its one event is a ``response.output_text.delta`` the caller writes (the
+        stream's hot path, no event dict made). ``None`` (nothing added): no message is
+        open, :meth:`feed` the delta."""
+        item = self._open
+        if item is None or item["type"] != "message" or not text:
+            return None
+        self._text.append(text)
+        return item["id"], len(self.items) - 1
+
     def close(self, status: str = "completed") -> list[dict[str, Any]]:
         """The events that end the reply's last item (``status``: ``incomplete`` when cut)."""
         events: list[dict[str, Any]] = []

@@ -16,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import json
+import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config import GenerationConfig
 from ..errors import TemplateError, UnsupportedFeatureError
+from ..history_rules import KEEPS_ALL, HistoryRules
 from ..protocol import Conversation, Message
 from ..registry import REGISTRY
 from ..template import refuse_reasoning
@@ -64,6 +66,7 @@ class PackagedTemplate(JinjaTemplate):
         calls_in_content: Callable[[Message], str] | None = None,
         calls_turn_text: tuple[str, str] | None = None,
         source: str | None = None,
+        history: HistoryRules = KEEPS_ALL,
     ) -> None:
         source = source or official_source(file)
         if source is None:
@@ -89,6 +92,8 @@ class PackagedTemplate(JinjaTemplate):
         #: writes its calls as text in it: the message's content with its calls written as
         #: the model writes them (history then keeps them). ``None``: the calls are refused.
         self.calls_in_content = calls_in_content
+        #: What the official file leaves out of the history by the format's rules.
+        self.history = history
         if description:
             self.description = description
         self._init_args: dict[str, Any] = {
@@ -105,6 +110,7 @@ class PackagedTemplate(JinjaTemplate):
             "text_beside_calls": text_beside_calls,
             "calls_turn_text": calls_turn_text,
             "calls_in_content": calls_in_content,
+            "history": history,
         }
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -254,10 +260,11 @@ def dropped(conv: Conversation, text: str) -> tuple[int, str] | None:
         for k, call in enumerate(m.tool_calls):
             if call.type != "function":
                 continue
-            at = text.find(call.name, start)
-            if at < 0:
+            # the name as a word of its own (a call named "f" is not in "of_sentence")
+            found = re.compile(rf"(?<!\w){re.escape(call.name)}(?!\w)").search(text, start)
+            if found is None:
                 return m.index, f"tool_calls[{k}]"
-            start = at + len(call.name)
+            start = found.end()
         thought = (m.reasoning_content or "").strip()
         if thought and m.index > last_user and thought not in text:
             return m.index, "reasoning_content"

@@ -70,8 +70,12 @@ class RecognizedTemplate(Template):
             "reasoning_parser_class",
             "prefix_stable",
             "default_tool_format",
+            "history",
         ):
             setattr(self, attr, getattr(native, attr))
+        # the source is the native format: the same rules of what it leaves out, whichever
+        # of the two renders a call
+        jinja.history = native.history
         self.control_tokens = tuple(dict.fromkeys((*native.control_tokens, *jinja.control_tokens)))
         self._reads = jinja.variables_read
         self._native_options = native.default_options
@@ -153,6 +157,7 @@ class RecognizedTemplate(Template):
             {**tpl.default_options, **opts},
             text_only=ctx.builder is TextSink,
             strict_history=ctx.strict_history,
+            lossless=ctx.lossless,
         )
         return tpl.render_conversation(conv, sub)
 

@@ -19,7 +19,7 @@ from ..errors import TemplateError, TemplateRenderError, ValidationError
 from ..protocol import Conversation
 from ..requests import RenderRequest
 from ..segments import Segment
-from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template
+from ..template import PROBE_ASSISTANT, PROBE_USER, RenderContext, Template, refuse_drops
 from . import environment as env
 from .inputs import (
     DIALECTS,
@@ -209,9 +209,10 @@ class JinjaTemplate(Template):
             return super()._render(messages, request)
         ctx = self._context(request)
         opts, merge = _template_options(ctx)
-        runner, prep, origin = self._history_form(
-            prepare(messages, request.tools), ctx.strict_history
-        )
+        prepared = prepare(messages, request.tools)
+        if ctx.lossless:
+            refuse_drops(self.name, self._drops(prepared.conv, ctx))
+        runner, prep, origin = self._history_form(prepared, ctx.strict_history)
         with _original_indices(origin):
             return runner._render_plain(
                 prep, opts, request.add_generation_prompt, ctx.datetime, merge
@@ -239,6 +240,8 @@ class JinjaTemplate(Template):
         """Segments traced through a sentinel render (keeps custom roles and the raw shape)."""
         opts, merge = _template_options(ctx)
         prep = prepare(messages, tools, require_tool_calls=sequence_start)
+        if ctx.lossless:
+            refuse_drops(self.name, self._drops(prep.conv, ctx))
         if sequence_start:
             runner, form, origin = self._history_form(prep, ctx.strict_history)
             with _original_indices(origin):

@@ -294,6 +294,10 @@ class FormatParser:
     special_markers: ClassVar[tuple[str, ...]] = ()
     #: Whether the format has code-interpreter calls (emitted as ``code_interpreter`` calls).
     code_calls: ClassVar[bool] = False
+    #: Markers that, written first in an output whose reasoning block the prompt opened,
+    #: mean the model skipped reasoning: the output is this parser's (Nemotron Nano v2's
+    #: bare ``<TOOLCALL>``). Read by the reasoning parsers that wrap this one.
+    skips_reasoning: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, out: Emitter, budget: SpecialTokens, options: Mapping[str, Any]) -> None:
         self.out = out
@@ -584,9 +588,10 @@ def _make_plan(
         reasoning=reasoning,
         markers=frozenset(family | set(words)),
         prefilled=(
-            _prefilled(tpl, tpl_opts, getattr(reasoning, "open_marker", "<think>"))
-            if reasoning is not None
-            else None
+            None
+            if reasoning is None
+            else getattr(reasoning, "starts_inside", False)
+            or _prefilled(tpl, tpl_opts, getattr(reasoning, "open_marker", "<think>"))
         ),
         end_markers=MarkerSet(words, words) if words else None,
         after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",

@@ -53,6 +53,10 @@ class ThinkParser(StateMachine, FormatParser):
     special_markers: ClassVar[tuple[str, ...]] = (_OPEN, _CLOSE)
     openers: ClassVar[tuple[tuple[str, State], ...]] = ((_OPEN, Think.REASONING),)
     after_openers: ClassVar[tuple[tuple[str, State], ...]] = ()
+    #: The model's output starts inside the block whatever the prompt ends with (ERNIE 4.5
+    #: Thinking opens it itself without writing the opener): ``thinking_prefilled`` defaults
+    #: to True.
+    starts_inside: ClassVar[bool] = False
 
     @classmethod
     def configured_states(cls) -> Iterable[Any]:
@@ -89,12 +93,19 @@ class ThinkParser(StateMachine, FormatParser):
         return True
 
     def _s_prefilled(self) -> bool:
-        """Output that starts inside the block: a leading ``<think>`` is the model repeating the prompt's."""
+        """Output that starts inside the block: a leading ``<think>`` is the model repeating
+        the prompt's; a leading call marker of the tool parser (its ``skips_reasoning``) means
+        the model skipped reasoning and the output is the answer."""
         opener = self.open_marker
         rest = self.buf[self.pos :].lstrip(WS)
-        if not self.final and len(rest) < len(opener) and opener.startswith(rest):
-            return False  # nothing yet, or a part of "<think>"
         at = len(self.buf) - len(rest)
+        for marker in (opener, *self.inner.skips_reasoning):
+            if not self.final and len(rest) < len(marker) and marker.startswith(rest):
+                return False  # nothing yet, or a part of a marker
+        for marker in self.inner.skips_reasoning:
+            if rest.startswith(marker) and self.real(marker, at):
+                self.state = Think.INNER
+                return True
         if rest.startswith(opener) and self.real(opener, at):
             self.pos = at + len(opener)
         self.state = Think.REASONING

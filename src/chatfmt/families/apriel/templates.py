@@ -8,6 +8,7 @@ Apriel 1.6's generation prompt opens the reasoning (``Here are my reasoning step
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
 from .markers import BOS, END, EOS
@@ -33,6 +34,7 @@ APRIEL_15 = PackagedTemplate(
 
 APRIEL_16 = PackagedTemplate(
     "Apriel-1.6-15b-Thinker-fixed.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="apriel-1.6",
     aliases=("apriel1.6",),
     model_ids=("ServiceNow-AI/Apriel-1.6-15b-Thinker",),

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, _json_dumps
@@ -63,6 +64,7 @@ class DeepSeekV32Template(Template):
     """DeepSeek V3.2 (see module doc); ``thinking`` (or ``enable_thinking``), default off."""
 
     name = "deepseek-v3.2"
+    history = EARLIER_REASONING_DROPPED
     aliases = ("deepseek-v32", "deepseek3.2")
     model_ids = ("deepseek-ai/DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3.2-Speciale")
     description = "DeepSeek V3.2: <｜User｜>/<｜Assistant｜>, </think> switch, DSML tool calls."
@@ -201,6 +203,7 @@ _V4_GENERATION = GenerationConfig(
 DEEPSEEK_V32 = DeepSeekV32Template()
 DEEPSEEK_V4 = PackagedTemplate(
     "deepseek-ai-DeepSeek-V4.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="deepseek-v4",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash", "deepseek-ai/DeepSeek-V4-Pro"),
     tool_parser=DeepSeekDSMLParser,
@@ -212,6 +215,7 @@ DEEPSEEK_V4 = PackagedTemplate(
 )
 DEEPSEEK_V4_FLASH_0731 = PackagedTemplate(
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="deepseek-v4-flash-0731",
     model_ids=("deepseek-ai/DeepSeek-V4-Flash-0731",),
     tool_parser=DeepSeekDSMLParser,

@@ -25,6 +25,7 @@ message is dropped (the documented exception); after it, ``reasoning_content`` r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...history_rules import EARLIER_THINKING_DROPPED, HistoryRules
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
@@ -234,6 +236,7 @@ class DeepSeekV3Template(Template):
     """
 
     name = "deepseek-v3"
+    history = HistoryRules(tool_definitions=False)
     aliases: tuple[str, ...] = ("deepseek3", "deepseek-v2.5")
     model_ids: tuple[str, ...] = (
         "deepseek-ai/DeepSeek-V3",
@@ -376,6 +379,7 @@ class DeepSeekR1DistillLlamaTemplate(DeepSeekV3Template):
     """
 
     name = "deepseek-r1-distill-llama"
+    history = dataclasses.replace(EARLIER_THINKING_DROPPED, tool_definitions=False)
     aliases: tuple[str, ...] = ("deepseek-r1-llama", "r1-distill-llama")
     model_ids: tuple[str, ...] = (
         "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
@@ -406,6 +410,7 @@ class DeepSeekR1DistillQwenTemplate(DeepSeekR1DistillLlamaTemplate):
     """
 
     name = "deepseek-r1-distill-qwen"
+    history = dataclasses.replace(EARLIER_THINKING_DROPPED, tool_definitions=False)
     aliases = ("deepseek-r1-qwen", "r1-distill-qwen")
     model_ids = (
         "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B",
@@ -434,6 +439,7 @@ class DeepSeekV31Template(Template):
     """
 
     name = "deepseek-v3.1"
+    history = dataclasses.replace(EARLIER_THINKING_DROPPED, tool_definitions=False)
     aliases = ("deepseek-v31", "deepseek3.1")
     model_ids = (
         "deepseek-ai/DeepSeek-V3.1",

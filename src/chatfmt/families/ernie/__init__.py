@@ -1,18 +1,16 @@
-"""The ernie family — Baidu ERNIE 4.5: ``<tool_call>`` JSON calls, ``</think>``-closed reasoning.
+"""The ernie family — Baidu ERNIE 4.5: ``User:``/``Assistant:`` turns, ``<tool_call>`` JSON
+calls, ``</think>``-closed reasoning.
 
-Its parsers and control tokens (``markers``); listed in :data:`chatfmt.families.FAMILIES`.
-No template: ERNIE 4.5's chat templates are not among the reference templates (parse with
-``parser="ernie45"``, ``reasoning_parser="ernie45"``, or pair a template with
-:func:`chatfmt.with_tool_parser`).
+Its templates, parsers and control tokens (``markers``); listed in
+:data:`chatfmt.families.FAMILIES`.
 """
 
 from __future__ import annotations
 
-from ...template import Template
-from .. import ReasoningParsers, ToolParsers
+from .. import ReasoningParsers, ToolCallFormats, ToolParsers
+from .markers import ERNIE45_FORMAT
 from .parser import Ernie45Parser, Ernie45ThinkParser
-
-TEMPLATES: tuple[Template, ...] = ()
+from .templates import TEMPLATES
 
 #: Tool parsers of the family, each with its extra names.
 TOOL_PARSERS: ToolParsers = {
@@ -22,10 +20,15 @@ TOOL_PARSERS: ToolParsers = {
 REASONING_PARSERS: ReasoningParsers = {
     Ernie45ThinkParser: (),
 }
+#: How the family's tool parsers' calls are written (checked against its templates).
+TOOL_CALL_FORMATS: ToolCallFormats = {
+    Ernie45Parser: (ERNIE45_FORMAT,),
+}
 
 __all__ = [
     "REASONING_PARSERS",
     "TEMPLATES",
+    "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Ernie45Parser",
     "Ernie45ThinkParser",

@@ -1,5 +1,6 @@
 """Baidu ERNIE 4.5: ``<tool_call>\\n{"name": …, "arguments": …}\\n</tool_call>`` calls and
-reasoning that the prompt opens (the output starts inside it) and ``</think>`` closes, the
+reasoning that the output starts inside (the model opens it itself, as vLLM's parser reads
+it) and ``</think>`` closes, the
 answer optionally wrapped in ``<response>…</response>`` (vLLM's ``ernie45`` parsers)."""
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ class Ernie45Parser(HermesParser):
 
 
 class Ernie45ThinkParser(GraniteThinkParser):
-    """ERNIE 4.5 Thinking: ``reasoning</think>`` (the prompt opened it; pass
-    ``thinking_prefilled=True`` without a template), then the answer — bare or in
-    ``<response>…</response>``, whose tags are markup."""
+    """ERNIE 4.5 Thinking: ``reasoning</think>`` (the output starts inside the block, with or
+    without a template; ``thinking_prefilled=False`` reads a leading ``<think>`` instead), then
+    the answer — bare or in ``<response>…</response>``, whose tags are markup."""
 
     name = "ernie45"
+    starts_inside = True
     openers: ClassVar[tuple[tuple[str, State], ...]] = (
         *ThinkParser.openers,
         (RESPONSE, _GraniteThink.RESPONSE_LEAD),

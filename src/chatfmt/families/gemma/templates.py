@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...history_rules import HistoryRules, Shown
 from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
@@ -188,8 +189,13 @@ _GEMMA4_GENERATION = GenerationConfig(
     session_len=262144,
 )
 _GEMMA4_VARIABLES = {"bos_token": BOS, "eos_token": EOS}
+#: Gemma 4 writes reasoning only for replies with tool calls after the last user message
+#: (thinking between calls); other reasoning is not shown to the model again.
+GEMMA4_HISTORY = HistoryRules(reasoning=Shown.CALLS_AFTER_LAST_USER)
+
 GEMMA4 = PackagedTemplate(
     "google-gemma-4-31B-it.jinja",
+    history=GEMMA4_HISTORY,
     name="gemma4",
     model_ids=(
         "google/gemma-4-31B-it",
@@ -206,6 +212,7 @@ GEMMA4 = PackagedTemplate(
 )
 GEMMA4_INTERLEAVED = PackagedTemplate(
     "google-gemma-4-31B-it-interleaved.jinja",
+    history=GEMMA4_HISTORY,
     name="gemma4-interleaved",
     tool_parser=Gemma4Parser,
     reasoning_parser=Gemma4Reasoning,

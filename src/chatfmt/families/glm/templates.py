@@ -9,6 +9,7 @@ renders what follows it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import keyword
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, UnsupportedFeatureError, ValidationError
+from ...history_rules import EARLIER_THINKING_DROPPED
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, ToolCall
 from ...segments import Segment, SegmentBuilder
@@ -402,6 +404,7 @@ class GLM45Template(Template):
     """
 
     name = "glm4.5"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("glm4.6", "glm-4.5", "glm-4.6", "glm45", "glm46", "glm-4.5-air")
     model_ids = (
         "zai-org/GLM-4.5",
@@ -546,6 +549,7 @@ class GLM47Template(Template):
     """
 
     name = "glm4.7"
+    history = dataclasses.replace(EARLIER_THINKING_DROPPED, kept_by=("clear_thinking", False))
     aliases = ("glm-4.7", "glm4.7-flash", "glm-4.7-flash", "glm47")
     model_ids = ("zai-org/GLM-4.7", "zai-org/GLM-4.7-FP8", "zai-org/GLM-4.7-Flash")
     model_patterns = (r"^glm-4\.7",)

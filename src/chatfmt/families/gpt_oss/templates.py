@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...history_rules import HistoryRules, Shown
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template, text_beside_calls
@@ -262,6 +263,7 @@ class GptOssTemplate(Template):
     """gpt-oss (Harmony), byte for byte the official template (see module doc)."""
 
     name = "gpt-oss"
+    history = HistoryRules(reasoning=Shown.PENDING_CALL)
     aliases = ("gpt_oss", "gptoss", "harmony-chat")
     model_ids = ("openai/gpt-oss-120b", "openai/gpt-oss-20b")
     model_patterns = (r"gpt-oss",)

@@ -10,6 +10,7 @@ pairs; the turn ends at ``<｜hy_eos:opensource｜>``. Sampling from SGLang's co
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...template import Template
 from .markers import HY_EOS_OPENSOURCE
@@ -19,6 +20,7 @@ EOS = HY_EOS_OPENSOURCE
 
 HY3 = PackagedTemplate(
     "tencent-Hy3.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="hy3",
     aliases=("hunyuan3", "hy3-preview"),
     model_ids=("tencent/Hy3-preview",),

@@ -10,6 +10,7 @@ byte for byte; the others are the official Jinja files (packaged).
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import HistoryRules, Shown
 from ...jinja.packaged import PackagedTemplate
 from ...protocol import Conversation
 from ...segments import Segment
@@ -142,6 +143,7 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     PackagedTemplate(
         "Kimi-K2-Thinking.jinja",
+        history=HistoryRules(reasoning=Shown.AFTER_LAST_ANSWER),
         name="kimi-k2-thinking",
         model_ids=("moonshotai/Kimi-K2-Thinking",),
         tool_parser=KimiK2Parser,

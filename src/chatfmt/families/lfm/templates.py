@@ -12,12 +12,14 @@ file renders them; ``strict_history=True`` refuses them instead).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Message
@@ -101,6 +103,7 @@ TEMPLATES: tuple[Template, ...] = (
     ),
     PackagedTemplate(
         "LFM2.5-8B-A1B.jinja",
+        history=dataclasses.replace(EARLIER_REASONING_DROPPED, kept_by=("preserve_thinking", True)),
         name="lfm2.5-moe",
         model_ids=("LiquidAI/LFM2.5-8B-A1B",),
         aliases=("lfm2.5-8b-a1b",),

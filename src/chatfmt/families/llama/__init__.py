@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from ...parsing.pythonic import PythonicParser
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
-from .markers import LLAMA3_JSON_FORMAT, LLAMA4_JSON_FORMAT, LLAMA4_PYTHONIC_FORMAT
+from .markers import (
+    LLAMA3_JSON_FORMAT,
+    LLAMA4_JSON_FORMAT,
+    LLAMA4_PYTHONIC_FORMAT,
+    PYTHONIC_FORMAT,
+)
 from .parser import Llama3JsonParser, Llama4Parser
 from .templates import TEMPLATES
 
@@ -22,6 +27,7 @@ REASONING_PARSERS: ReasoningParsers = {}
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
     Llama3JsonParser: (LLAMA3_JSON_FORMAT,),
+    PythonicParser: (PYTHONIC_FORMAT,),
     Llama4Parser: (LLAMA4_PYTHONIC_FORMAT, LLAMA4_JSON_FORMAT),
 }
 

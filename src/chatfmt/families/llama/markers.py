@@ -26,6 +26,9 @@ SYS_OPEN = "<<SYS>>"
 
 #: Llama 3.1 / 3.2 JSON calls: a bare ``{"name": …, "parameters": …}`` object.
 LLAMA3_JSON_FORMAT = ToolCallFormat("llama3_json", "bare_json_call", args_key="parameters")
+#: vLLM's ``pythonic`` parser (Llama 3.2 with a template that asks for it): a bare list of
+#: Python calls, ``[get_weather(city='Paris'), …]``.
+PYTHONIC_FORMAT = ToolCallFormat("pythonic", "pythonic")
 #: Llama 4: pythonic call lists (what the peers read), and the form its official template
 #: writes past calls in — ``<|python_start|>text<|python_end|>`` then JSON objects.
 LLAMA4_PYTHONIC_FORMAT = ToolCallFormat("llama4_pythonic", "pythonic")

@@ -10,6 +10,7 @@ context; sampling from the model card's no-think mode (temperature 0.7, top_p 0.
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
@@ -19,6 +20,7 @@ from .parser import MiniCPM5Parser
 
 MINICPM5 = PackagedTemplate(
     "openbmb-MiniCPM5-1B.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="minicpm5",
     aliases=("minicpm-5",),
     model_ids=("openbmb/MiniCPM5-1B", "openbmb/MiniCPM5-1B-SFT"),

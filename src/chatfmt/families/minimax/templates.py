@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
@@ -43,6 +44,7 @@ MINIMAX_M1 = PackagedTemplate(
 
 MINIMAX_M2 = PackagedTemplate(
     "MiniMax-M2.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="minimax-m2",
     model_ids=("MiniMaxAI/MiniMax-M2",),
     tool_parser=MiniMaxM2Parser,

@@ -16,3 +16,4 @@ class NemotronJsonParser(BlockParser):
     name = "nemotron_json"
     starts: ClassVar[Mapping[str, State]] = {TOOLCALL: Block.GAP}
     end = TOOLCALL_CLOSE
+    skips_reasoning = (TOOLCALL,)

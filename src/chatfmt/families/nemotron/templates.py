@@ -7,7 +7,10 @@ Both ship as their official Jinja templates. Nano v2 switches thinking with ``/t
 
 from __future__ import annotations
 
+import dataclasses
+
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
@@ -18,6 +21,7 @@ from .parser import NemotronJsonParser
 
 NEMOTRON_NANO_V2 = PackagedTemplate(
     "NVIDIA-Nemotron-Nano-v2.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="nemotron-nano-v2",
     aliases=("nemotron-nano-2", "nemotron_nano_v2"),
     model_ids=(
@@ -42,6 +46,9 @@ NEMOTRON_NANO_V2 = PackagedTemplate(
 
 NEMOTRON3_NANO = PackagedTemplate(
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+    history=dataclasses.replace(
+        EARLIER_REASONING_DROPPED, kept_by=("truncate_history_thinking", False)
+    ),
     name="nemotron3-nano",
     aliases=("nemotron-3-nano", "nemotron3"),
     model_ids=(

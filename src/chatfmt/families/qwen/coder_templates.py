@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
+from ...history_rules import EARLIER_THINKING_DROPPED
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
 from ...protocol import Conversation, Message, Tool, ToolCall
@@ -273,6 +274,7 @@ class Qwen35Template(Template):
     """
 
     name = "qwen3.5"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("qwen35", "qwen3_5")
     model_ids = (
         "Qwen/Qwen3.5-0.8B",

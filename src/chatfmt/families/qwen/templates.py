@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_THINKING_DROPPED
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
@@ -226,6 +227,7 @@ class Qwen3Template(_QwenToolsBase):
     """Qwen3 (hybrid thinking): ``<think>`` kept only for turns after the last user query."""
 
     name = "qwen3"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("qwen-3", "qwen3-instruct")
     model_ids = (
         "Qwen/Qwen3-0.6B",
@@ -282,18 +284,21 @@ class Qwen3Template(_QwenToolsBase):
             content = raw.split("</think>")[-1].lstrip("\n")
             reasoning = raw.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
         last = pos == len(msgs) - 1
+        shown = content
         if pos > last_query and (last or reasoning):
             b.control(_ASSISTANT, m.index)
             b.control("<think>\n", m.index, True)
             b.content(reasoning.strip("\n"), m.index, True)
             b.control("\n</think>\n\n", m.index, True)
-            content = content.lstrip("\n")
+            # the official template prints the content without its leading newlines but
+            # tests the unstripped content before the first call (a "\n" reply still adds one)
+            shown = content.lstrip("\n")
         elif not m.tool_calls:  # the common reply: one turn
             b.turn(_ASSISTANT, content, IM_END, "\n", m.index, True)
             return
         else:
             b.control(_ASSISTANT, m.index)
-        b.content(content, m.index, True)
+        b.content(shown, m.index, True)
         for j, call in enumerate(m.tool_calls):
             call = function_call(self.name, m, call, j)
             if j > 0 or content:
@@ -316,6 +321,7 @@ class QwQTemplate(_QwenToolsBase):
     """
 
     name = "qwq"
+    history = EARLIER_THINKING_DROPPED
     aliases = ("qwq-32b", "qwq32b")
     model_ids = ("Qwen/QwQ-32B", "Qwen/QwQ-32B-AWQ")
     model_patterns = (r"qwq(?!.*preview)",)

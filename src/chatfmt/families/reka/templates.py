@@ -12,6 +12,7 @@ Sampling: chatfmt's defaults (no recommendation published in the sources consult
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
@@ -22,6 +23,7 @@ from .markers import SEP
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "Reka-Edge.jinja",
+        history=EARLIER_REASONING_DROPPED,
         name="reka-edge",
         aliases=("reka-edge-2603",),
         model_ids=("RekaAI/reka-edge-2603",),

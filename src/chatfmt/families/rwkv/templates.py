@@ -11,6 +11,7 @@ Sampling: temperature 1.0 with top-p 0.3, the RWKV chat defaults.
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...template import Template
@@ -21,6 +22,7 @@ END_OF_TEXT = RWKV_TOKENIZER_END_OF_TEXT
 TEMPLATES: tuple[Template, ...] = (
     PackagedTemplate(
         "llama-cpp-rwkv-world.jinja",
+        history=EARLIER_REASONING_DROPPED,
         name="rwkv-world",
         aliases=("rwkv7-g1", "rwkv7-world", "rwkv6-world"),
         model_ids=(

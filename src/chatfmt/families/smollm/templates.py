@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...errors import RoleOrderError, ValidationError
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message
 from ...segments import Segment
@@ -104,6 +105,7 @@ class SmolLM3Template(Template):
     """SmolLM3-3B: extended thinking by default; ``enable_thinking=False`` or ``/no_think`` turns it off."""
 
     name = "smollm3"
+    history = EARLIER_REASONING_DROPPED
     aliases = ("smollm-3", "smollm3-3b")
     model_ids = ("HuggingFaceTB/SmolLM3-3B",)
     model_patterns = (r"smollm3",)

@@ -6,6 +6,7 @@ Shipped as its official Jinja template; the generation prompt opens ``<think>``.
 from __future__ import annotations
 
 from ...config import GenerationConfig
+from ...history_rules import EARLIER_REASONING_DROPPED
 from ...jinja.packaged import PackagedTemplate
 from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
@@ -14,6 +15,7 @@ from ..chatml.markers import IM_END
 
 STEP35_FLASH = PackagedTemplate(
     "StepFun3.5-Flash.jinja",
+    history=EARLIER_REASONING_DROPPED,
     name="step3.5",
     aliases=("step-3.5", "step3p5", "step-3.5-flash"),
     model_ids=("stepfun-ai/Step-3.5-Flash", "stepfun-ai/Step-3.5-Flash-Int4"),
