@@ -127,10 +127,26 @@ class ChatfmtToolDetector(BaseFormatDetector):
         stream = self._stream
         if stream is None:
             stream = self._stream = self._plan.stream(_tool_dicts(tools))
-            # the same list objects: SGLang reads them at stream end
-            self.prev_tool_call_arr = stream.prev_tool_call_arr
-            self.streamed_args_for_tool = stream.streamed_args_for_tool
         return stream
+
+    # SGLang reads these at stream end: the stream's bookkeeping, made when read
+    @property
+    def prev_tool_call_arr(self) -> list[dict[str, Any]]:
+        stream = getattr(self, "_stream", None)
+        return stream.prev_tool_call_arr if stream is not None else []
+
+    @prev_tool_call_arr.setter
+    def prev_tool_call_arr(self, value: list[dict[str, Any]]) -> None:
+        """Set by SGLang's constructor only (the stream's own bookkeeping is what is read)."""
+
+    @property
+    def streamed_args_for_tool(self) -> list[str]:
+        stream = getattr(self, "_stream", None)
+        return stream.streamed_args_for_tool if stream is not None else []
+
+    @streamed_args_for_tool.setter
+    def streamed_args_for_tool(self, value: list[str]) -> None:
+        """Set by SGLang's constructor only."""
 
     def _result(self, stream: EngineStream, step: Step) -> StreamingParseResult:
         self.current_tool_id = stream.current_tool_id
