@@ -51,6 +51,7 @@ from ..errors import ChatFmtError
 from ..parsing import REASONING_PARSERS, TOOL_PARSERS
 from ..parsing.base import _setup
 from ..requests import FromTemplate, ParseRequest
+from .engine_names import engine_names
 from .engine_stream import EngineStream, Step, StreamPlan, extract, stream_plan
 
 __all__ = [
@@ -61,8 +62,6 @@ __all__ = [
     "tool_parser_class",
 ]
 
-#: The prefix of every parser name chatfmt registers; ``chatfmt`` alone is the template one.
-PREFIX = "chatfmt"
 #: Environment variable: vLLM names chatfmt's parsers replace (comma-separated, or ``all``).
 REPLACE_ENV = "CHATFMT_VLLM_REPLACE"
 #: Environment variable: ``chatfmt`` constrains ``tool_choice`` required/named with chatfmt.
@@ -550,19 +549,16 @@ def register() -> None:
     """
     replace = _replaced()
     every = "all" in replace
-    tool_names = [n for n in TOOL_PARSERS if ":" not in n]
-    ToolParserManager.register_module(PREFIX, force=True, module=ChatfmtToolParser)
-    for name in tool_names:
-        cls = tool_parser_class(name)
-        ToolParserManager.register_module(f"{PREFIX}-{name}", force=True, module=cls)
-        if every or name in replace:
-            ToolParserManager.register_module(name, force=True, module=cls)
-    ReasoningParserManager.register_module(PREFIX, force=True, module=ChatfmtReasoningParser)
-    for name in REASONING_PARSERS:
-        rcls = reasoning_parser_class(name)
-        ReasoningParserManager.register_module(f"{PREFIX}-{name}", force=True, module=rcls)
-        if every or name in replace:
-            ReasoningParserManager.register_module(name, force=True, module=rcls)
+    for parser in engine_names("tool"):
+        cls = tool_parser_class(parser.chatfmt)
+        ToolParserManager.register_module(parser.engine_name, force=True, module=cls)
+        if parser.chatfmt is not None and (every or parser.chatfmt in replace):
+            ToolParserManager.register_module(parser.chatfmt, force=True, module=cls)
+    for parser in engine_names("reasoning"):
+        rcls = reasoning_parser_class(parser.chatfmt)
+        ReasoningParserManager.register_module(parser.engine_name, force=True, module=rcls)
+        if parser.chatfmt is not None and (every or parser.chatfmt in replace):
+            ReasoningParserManager.register_module(parser.chatfmt, force=True, module=rcls)
 
 
 register()
