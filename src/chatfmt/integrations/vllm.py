@@ -496,45 +496,37 @@ XGRAMMAR_MODELS = {
     "qwen3_coder": "qwen_3_coder",
     "qwen3_xml": "qwen_3_coder",
 }
-_TOOL_CLASSES: dict[str | None, type[ChatfmtToolParser]] = {None: ChatfmtToolParser}
-_REASONING_CLASSES: dict[str | None, type[ChatfmtReasoningParser]] = {None: ChatfmtReasoningParser}
+_CLASSES: dict[tuple[type, str | None], type] = {
+    (ChatfmtToolParser, None): ChatfmtToolParser,
+    (ChatfmtReasoningParser, None): ChatfmtReasoningParser,
+}
 
 
-def _class_name(kind: str, name: str) -> str:
-    safe = "".join(ch if ch.isalnum() else "_" for ch in name)
-    return f"Chatfmt_{safe}_{kind}"
+def _parser_class(base: type, known: Any, name: str | None, **attrs: Any) -> Any:
+    """The subclass of ``base`` for chatfmt parser ``name`` (made once, then reused)."""
+    cls = _CLASSES.get((base, name))
+    if cls is None:
+        kind = base.__name__.removeprefix("Chatfmt")
+        if name is None or name not in known:
+            raise ChatFmtError(f"chatfmt has no {kind[: -len('Parser')].lower()} parser {name!r}")
+        safe = "".join(ch if ch.isalnum() else "_" for ch in name)
+        cls = _CLASSES[(base, name)] = type(
+            f"Chatfmt_{safe}_{kind}",
+            (base,),
+            {"chatfmt_parser": name, "__module__": __name__, **attrs},
+        )
+    return cls
 
 
 def tool_parser_class(name: str | None) -> type[ChatfmtToolParser]:
     """The vLLM tool parser class of chatfmt's tool parser ``name`` (``None``: the template's)."""
-    cls = _TOOL_CLASSES.get(name)
-    if cls is None:
-        if name is None or name not in TOOL_PARSERS:
-            raise ChatFmtError(f"chatfmt has no tool parser {name!r}")
-        cls = _TOOL_CLASSES[name] = type(
-            _class_name("ToolParser", name),
-            (ChatfmtToolParser,),
-            {
-                "chatfmt_parser": name,
-                "structural_tag_model": XGRAMMAR_MODELS.get(name),
-                "__module__": __name__,
-            },
-        )
-    return cls
+    model = XGRAMMAR_MODELS.get(name) if name is not None else None
+    return _parser_class(ChatfmtToolParser, TOOL_PARSERS, name, structural_tag_model=model)
 
 
 def reasoning_parser_class(name: str | None) -> type[ChatfmtReasoningParser]:
     """The vLLM reasoning parser class of chatfmt's reasoning parser ``name``."""
-    cls = _REASONING_CLASSES.get(name)
-    if cls is None:
-        if name is None or name not in REASONING_PARSERS:
-            raise ChatFmtError(f"chatfmt has no reasoning parser {name!r}")
-        cls = _REASONING_CLASSES[name] = type(
-            _class_name("ReasoningParser", name),
-            (ChatfmtReasoningParser,),
-            {"chatfmt_parser": name, "__module__": __name__},
-        )
-    return cls
+    return _parser_class(ChatfmtReasoningParser, REASONING_PARSERS, name)
 
 
 def _replaced() -> set[str]:
