@@ -144,8 +144,19 @@ async def _sse_texts(resp: aiohttp.ClientResponse, text_of: Any) -> Any:
 
 
 async def one(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any], text_of: Any
+    session: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    text_of: Any,
+    first_cpu: dict[str, Any] | None = None,
 ) -> tuple[float, float, str]:
+    """One streamed request: its time to first text, its total time and its text.
+
+    ``first_cpu`` (one stream at a time, the engine pacing its events): the CPU seconds
+    each process in ``first_cpu["pids"]`` spent from before the request to its first
+    event (read half an event interval after it, once the processes are idle again),
+    added to ``first_cpu["spent"]``."""
+    cpu_before = {n: _cpu_seconds(p) for n, p in first_cpu["pids"].items()} if first_cpu else {}
     start = time.perf_counter()
     first = 0.0
     parts: list[str] = []
@@ -155,6 +166,10 @@ async def one(
         async for text in _sse_texts(resp, text_of):
             if not first:
                 first = time.perf_counter() - start
+                if first_cpu:
+                    await asyncio.sleep(first_cpu["settle"])
+                    for name, pid in first_cpu["pids"].items():
+                        first_cpu["spent"][name].append(_cpu_seconds(pid) - cpu_before[name])
             parts.append(text)
         # the rest of the body (its end): the connection is then reused by the client's next
         # request on every path, as the gateway's own client does with the engine's
@@ -185,12 +200,14 @@ def _outcome(results: list[Any], tags: list[str]) -> dict[str, Any]:
     return {"ok": ok, "errors": errors, "crossed": crossed}
 
 
-async def round_(target: str, n: int, prompt_of: Any, api: str | None) -> dict[str, Any]:
-    """A burst: ``n`` requests sent at the same moment."""
+async def round_(
+    target: str, n: int, prompt_of: Any, api: str | None, first_cpu: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A burst: ``n`` requests sent at the same moment (``first_cpu``: see :func:`one`)."""
     connector = aiohttp.TCPConnector(limit=n)
     async with aiohttp.ClientSession(connector=connector) as session:
         tags = [f"req-{i}" for i in range(n)]
-        jobs = [one(session, *_request(target, prompt_of, api, t)) for t in tags]
+        jobs = [one(session, *_request(target, prompt_of, api, t), first_cpu) for t in tags]
         results = await asyncio.gather(*jobs, return_exceptions=True)
     return {**_outcome(results, tags), "sent": n}
 
@@ -444,9 +461,15 @@ def main() -> None:
 
     stream_s = args.tokens * args.token_ms / 1000
 
-    def load(target: str, api: str | None) -> dict[str, Any]:
+    # one paced stream at a time: each process's CPU from the request to its first event
+    first_cpus: dict[tuple[str, str], dict[str, list[float]]] = {}
+    paced_one = args.load == "burst" and args.concurrency == 1 and args.token_ms > 0
+
+    def load(
+        target: str, api: str | None, first_cpu: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         if args.load == "burst":
-            return asyncio.run(round_(target, args.concurrency, prompt_of, api))
+            return asyncio.run(round_(target, args.concurrency, prompt_of, api, first_cpu))
         seconds = args.seconds
         return asyncio.run(
             steady(target, args.concurrency, prompt_of, api, max(stream_s, 0.2), seconds)
@@ -461,8 +484,12 @@ def main() -> None:
         client spent on it, per request served (the ramp's and the last ones' included)."""
         procs = {"engine": backend_proc.pid, **({"gateway": gateway} if gateway else {})}
         before = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+        first_cpu = None
+        if paced_one:
+            spent_first = first_cpus.setdefault(key, {name: [] for name in procs})
+            first_cpu = {"pids": procs, "settle": args.token_ms / 2000, "spent": spent_first}
         client, wall = time.process_time(), time.perf_counter()
-        run = load(target, api)
+        run = load(target, api, first_cpu)
         spent = cpu.setdefault(key, Counter())
         spent["wall"] += time.perf_counter() - wall
         spent["client"] += time.process_time() - client
@@ -543,6 +570,25 @@ def main() -> None:
             f"       {_busy(cpu[key], args.workers)}"
         )
     _floor(cpu, stats)
+    _first_cpu(first_cpus)
+
+
+def _first_cpu(first_cpus: dict[tuple[str, str], dict[str, list[float]]]) -> None:
+    """Per path, the median CPU each process spent from the request to its first event (one
+    paced stream at a time): the work on the first token's path, which a loaded machine
+    stretches (the wall-clock TTFT) but does not change much."""
+    if not first_cpus:
+        return
+    print("CPU from the request to its first event, median ms (one paced stream at a time):")
+    hop = first_cpus.get(("relay-http", "completions"), {}).get("gateway")
+    for key, spent in sorted(first_cpus.items(), key=_row_order):
+        own = spent.get("gateway")
+        line = f"{key[0] + ' ' + key[1]:21} engine {_pct(spent['engine'], 0.5):.2f}"
+        if own:
+            line += f", {'relay' if key[0].startswith('relay') else 'gateway'} {_pct(own, 0.5):.2f}"
+            if hop and not key[0].startswith("relay"):
+                line += f" ({_pct(own, 0.5) - _pct(hop, 0.5):.2f} beyond the http relay's)"
+        print(line)
 
 
 if __name__ == "__main__":
