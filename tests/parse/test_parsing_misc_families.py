@@ -440,6 +440,27 @@ def test_minicpm5_cut_and_broken() -> None:
     )
 
 
+@pytest.mark.parametrize("space", ["", "\u0120"])
+def test_minicpm5_reads_tags_without_their_space(space: str) -> None:
+    """vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py (collapsed and tokenizer-space
+    tags): the space before ``name`` lost, or decoded as ``Ġ``; text outside tags stays."""
+    call = minicpm_call("get_weather", city="上海", days="2").replace(" name=", space + "name=")
+    check(
+        "Ġ means\u0120this.\n" + call + "\nok",
+        "minicpm5",
+        content="Ġ means\u0120this.\nok",
+        calls=[("get_weather", {"city": "上海", "days": 2}, None)],
+    )
+    # mixed spellings in one call, and a cut-off collapsed tag keeps the text as written
+    mixed = '<function\u0120name="get_weather"><paramname="city">Oslo</param></function>'
+    check(mixed, "minicpm5", calls=[("get_weather", {"city": "Oslo"}, None)])
+    check(
+        '<functionname="get_weather"><paramname="city">Par',
+        "minicpm5",
+        calls=[("get_weather", '<paramname="city">Par', "truncated")],
+    )
+
+
 def test_solar_open_segments_and_broken_call() -> None:
     check(
         "<|think|>R<|end|><|begin|>assistant<|tool_calls|>"
