@@ -39,7 +39,7 @@ calls_of = decoded_calls
 
 def check(
     text: str,
-    template: str,
+    template: str | None,
     *,
     content: str | None = None,
     reasoning: str | None = None,
@@ -286,6 +286,23 @@ def test_gigachat3_turn_goes_on_after_message_sep() -> None:
         content="Hi<|message_sep|>\n\nuser<|role_sep|>\nmore",
     )
     check("Hi<|message_sep|>\n\n</s>", "gigachat3", content="Hi")
+
+
+@pytest.mark.parametrize("parser", ["gigachat3", "gigachat3.1"])
+def test_gigachat_bare_parser_ends_the_turn_at_eos(parser: str) -> None:
+    """vLLM tests/tool_parsers/test_gigachat3_tool_parser.py (``*_with_eos_*``): the family's
+    ``</s>`` ends the turn with the bare parser too; what follows is trailing text."""
+    head = "<|message_sep|>\n\nfunction call<|role_sep|>\n" if parser == "gigachat3" else ""
+    head = head or "<|function_call|>"
+    text = "Sure." + head + '{"name": "get_weather", "arguments": {"city": "Oslo"}}</s>more'
+    msg = check(
+        text,
+        None,
+        parser=parser,
+        content="Sure.",
+        calls=[("get_weather", {"city": "Oslo"}, None)],
+    )
+    assert msg.trailing_text == "more"
 
 
 def test_gigachat31_call_and_end_of_turn() -> None:
