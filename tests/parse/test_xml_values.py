@@ -22,6 +22,11 @@ SCHEMA = {
         "maybe": {"type": ["integer", "null"]},
         "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
         "level": {"enum": [1, 2, 3]},
+        # type names that are not JSON Schema's: read as the type they name
+        "f": {"type": "float"},
+        "i": {"type": ["int", "null"]},
+        "flag": {"type": "bool"},
+        "other": {"type": "decimal"},
     },
 }
 
@@ -51,6 +56,11 @@ SCHEMA = {
         ("either", "seven", "seven"),
         ("level", "2", 2),
         ("unknown", "42", "42"),  # no schema for the parameter: a string
+        ("f", "3.14", 3.14),  # vLLM tests/tool_parsers/test_qwen3coder_tool_parser.py
+        ("i", "7", 7),
+        ("i", "null", None),
+        ("flag", "true", True),
+        ("other", "1.5", "1.5"),  # an unknown type name: the text is kept
     ],
 )
 def test_typed_value_follows_the_schema(key: str, text: str, expected: Any) -> None:
