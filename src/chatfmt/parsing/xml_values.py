@@ -153,18 +153,28 @@ def typed_value(text: str, schema: Any) -> Any:
 class JsonMembers:
     """Writes a call's arguments as JSON text, one member at a time (see module doc)."""
 
-    __slots__ = ("index", "out", "started")
+    __slots__ = ("index", "keys", "out", "started")
 
     def __init__(self, out: Emitter, index: int) -> None:
         self.out = out
         self.index = index
         self.started = False
+        self.keys: set[str] = set()
 
     def member(self, key: str, value: Any) -> None:
         """Emit ``"key": value`` (opening the object first)."""
-        piece = json.dumps(key, ensure_ascii=False) + ": " + json.dumps(value, ensure_ascii=False)
+        self.key(key, json.dumps(value, ensure_ascii=False))
+
+    def key(self, key: str, value_text: str = "") -> None:
+        """Emit ``"key": `` and the start of its value (opening the object first). A key
+        written twice flags the call (both members are kept; a JSON reader keeps the last)."""
+        piece = json.dumps(key, ensure_ascii=False) + ": " + value_text
         self.out.args(self.index, (", " if self.started else "{") + piece)
         self.started = True
+        if key in self.keys:
+            self.out.fail(self.index, f"parameter {key!r} written twice")
+        else:
+            self.keys.add(key)
 
     def close(self) -> None:
         """Emit the closing ``}`` (``{}`` for a call without arguments)."""
