@@ -229,6 +229,7 @@ class ChatfmtToolParser(ToolParser):
         request: Any,
     ) -> DeltaMessage | None:
         stream = self._started(request)
+        stream.catch_up(previous_text, previous_token_ids)  # a caller that skipped feeding it
         step = stream.feed(delta_text, delta_token_ids or None)
         self.current_tool_id = stream.current_tool_id
         return delta_message(step)
@@ -301,12 +302,15 @@ class ChatfmtReasoningParser(ReasoningParser):
             None if self.chatfmt_parser is None else self.chatfmt_parser in IMPLICIT_START
         )
         switch = kwargs.get("chat_template_kwargs") or {}
-        if (
+        #: Thinking switched off by the request: the output is the answer (no reasoning
+        #: tokens, reasoning over from the start).
+        self._thinking_off = (
             switch.get("enable_thinking") is False
             or switch.get("thinking") is False
             or switch.get("thinking_mode") in ("disabled", "off")
-        ):
-            self._prefilled = False  # thinking switched off: the output is the answer
+        )
+        if self._thinking_off:
+            self._prefilled = False
         elif switch.get("thinking_mode") == "enabled":
             self._prefilled = True
 
@@ -334,16 +338,24 @@ class ChatfmtReasoningParser(ReasoningParser):
 
     # ---------------------------------------------------------------- token ids
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
-        """Whether ``input_ids`` close the reasoning block (its end marker after its opener)."""
+        """Whether ``input_ids`` close the reasoning block (its end marker after its opener);
+        always, when the request switched thinking off."""
+        if self._thinking_off:
+            return True
         ids = list(input_ids)
         last_close = _last(ids, self._close)
         return last_close >= 0 and _last(ids, self._open) < last_close
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
-        if not self._close:
-            return list(input_ids)
-        at = _last(list(input_ids), self._close)
-        return list(input_ids[at + len(self._close) :]) if at >= 0 else []
+        """The ids after the reasoning block's end marker; all of them when the output does not
+        start inside the block and opens none, none while the block is open."""
+        ids = list(input_ids)
+        if not self._close or self._thinking_off:
+            return ids
+        at = _last(ids, self._close)
+        if at >= 0:
+            return ids[at + len(self._close) :]
+        return ids if self._prefilled is False and _last(ids, self._open) < 0 else []
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """A prompt that ends inside an open reasoning block: the output starts in it."""
@@ -370,8 +382,11 @@ class ChatfmtReasoningParser(ReasoningParser):
         return _prefilled_plan(self._plan, self._prefilled)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        got = extract(self._stream_plan(), model_output)
-        return got.reasoning, got.content
+        """The reasoning and the answer of a whole output, as vLLM gives them: the text around
+        the markers as written, and an empty reasoning block as ``""`` (``None``: no block)."""
+        got = extract(self._stream_plan(), model_output, verbatim=True, eager_calls=True)
+        reasoning = "" if got.reasoning is None and got.reasoning_block else got.reasoning
+        return reasoning, got.content
 
     # ---------------------------------------------------------------- streamed
     def extract_reasoning_streaming(
@@ -385,7 +400,8 @@ class ChatfmtReasoningParser(ReasoningParser):
     ) -> DeltaMessage | None:
         stream = self._stream
         if stream is None:
-            stream = self._stream = self._stream_plan().stream()
+            stream = self._stream = self._stream_plan().stream(verbatim=True, eager_calls=True)
+        stream.catch_up(previous_text, previous_token_ids)  # a caller that skipped feeding it
         step = stream.feed(delta_text, delta_token_ids or None)
         if not self._ended and _answer_started(stream, step):
             self._ended = True
@@ -406,9 +422,10 @@ class ChatfmtReasoningParser(ReasoningParser):
         return DeltaMessage(content=step.content or None, reasoning=step.reasoning or None)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
-        """Tokens between the reasoning block's markers (from the start when it was prefilled)."""
+        """Tokens between the reasoning block's markers (from the start when it was prefilled;
+        none when the request switched thinking off)."""
         ids = list(token_ids)
-        if not self._close:
+        if not self._close or self._thinking_off:
             return 0
         end = _last(ids, self._close)
         opened = _last(ids[: end if end >= 0 else len(ids)], self._open)
