@@ -293,3 +293,15 @@ def test_previous_text_not_fed_is_caught_up(tokenizer: Any) -> None:
     delta = parser.extract_reasoning_streaming("A plan</thi", "", "nk>Answer", [], [], [])
     assert delta is not None and (delta.reasoning, delta.content) == (None, "Answer")
     assert parser.has_engine_confirmed_reasoning_end()
+
+
+def test_a_call_ends_the_reasoning_in_token_ids_too(tokenizer: Any) -> None:
+    """vLLM hands the ids after the reasoning to the tool parser: from the <tool_call> that
+    ended the block, as the text stream reads it."""
+    parser = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")(tokenizer)
+    think, call = tokenizer.convert_tokens_to_ids(["<think>", "<tool_call>"])
+    plan = tokenizer.encode("I need to read.\n\n")
+    ids = [think, *plan, call, 5, 6]
+    assert parser.is_reasoning_end(ids) and not parser.is_reasoning_end([think, *plan])
+    assert parser.extract_content_ids(ids) == [call, 5, 6]
+    assert parser.extract_content_ids([*plan, call, 5]) == [call, 5]  # the prompt opened it
