@@ -86,3 +86,60 @@ def test_plans_are_cached_and_tools_converted() -> None:
 
     assert tool_dicts([Fn()]) == [{"type": "function", "function": {"name": "f", "parameters": {}}}]
     assert tool_dicts(None) is None
+
+
+def test_verbatim_keeps_the_whitespace_around_the_markers() -> None:
+    """vLLM's reasoning API: the text around the markers as written; chatfmt's default drops
+    the whitespace next to them (the template's own newlines). Streamed as whole."""
+    text = "<think>\nplan\n\n</think>\n\nanswer"
+    plan = stream_plan(None, parser="plain", reasoning_parser="qwen3", thinking_prefilled=False)
+    assert (extract(plan, text).reasoning, extract(plan, text).content) == ("plan", "answer")
+    got = extract(plan, text, verbatim=True)
+    assert (got.reasoning, got.content) == ("\nplan\n\n", "\n\nanswer")
+    for chunks in chunkings(text):
+        stream = plan.stream(verbatim=True)
+        steps = [*(stream.feed(c) for c in chunks), stream.finish()]
+        assert "".join(s.reasoning for s in steps) == got.reasoning
+        assert "".join(s.content for s in steps) == got.content
+
+
+def test_catch_up_feeds_what_the_caller_skipped() -> None:
+    """A caller that passes the earlier text without feeding it: that text counts as sent,
+    and what the parser held back of it comes with the next piece."""
+    plan = stream_plan("qwen3", thinking_prefilled=True)
+    stream = plan.stream()
+    stream.catch_up("plan</thi")  # "plan" decided (counts as sent); "</thi" held back
+    step = stream.feed("nk>answer")
+    assert (step.reasoning, step.content) == ("", "answer")
+    stream = plan.stream()
+    stream.catch_up("plan </th")
+    step = stream.feed("ese are")  # not a marker after all: the held text is reasoning
+    assert step.reasoning == " </these are"
+    stream.catch_up("plan </these are")  # what was fed already: nothing to do
+    assert stream.feed(" x").reasoning == " x"
+
+
+def test_an_empty_reasoning_block_is_told_apart_from_none() -> None:
+    plan = stream_plan("qwen3", thinking_prefilled=True)
+    got = extract(plan, "</think>answer")
+    assert (got.reasoning, got.content, got.reasoning_block) == (None, "answer", True)
+    got = extract(stream_plan("qwen3", thinking_prefilled=False), "answer")
+    assert (got.reasoning, got.reasoning_block) == (None, False)
+
+
+def test_eager_calls_end_the_reasoning_at_once() -> None:
+    """An engine that hands a call to its tool parser as it streams (vLLM) cannot wait for a
+    later ``</think>``: with ``eager_calls`` the call marker ends the block at once."""
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    plan = stream_plan(None, parser="plain", reasoning_parser="qwen3", thinking_prefilled=True)
+    stream = plan.stream(eager_calls=True)
+    step = stream.feed("plan\n" + call[:15])
+    assert (step.reasoning, step.content) == ("plan", call[:15])
+    held = plan.stream()  # chatfmt's own rule: a </think> may still make it a drafted call
+    step = held.feed("plan\n" + call[:15])
+    assert (step.reasoning, step.content) == ("plan", "")
+    assert held.finish().content == call[:15]
+    drafted = extract(plan, f"plan\n{call}</think>ok")
+    assert (drafted.reasoning, drafted.content) == (f"plan\n{call}", "ok")
+    eager = extract(plan, f"plan\n{call}</think>ok", eager_calls=True)
+    assert (eager.reasoning, eager.content) == ("plan", f"{call}</think>ok")

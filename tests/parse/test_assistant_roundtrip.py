@@ -146,7 +146,7 @@ def test_round_trip_plain_text(name: str, content: str) -> None:
 THINK_TEMPLATES = sorted(  # native ones, as TOOL_TEMPLATES
     t.name
     for t in chatfmt.list_templates()
-    if t.reasoning_parser == "think" and not isinstance(t, PackagedTemplate)
+    if t.reasoning_parser in ("think", "qwen3") and not isinstance(t, PackagedTemplate)
 )
 
 

@@ -584,7 +584,7 @@ def test_cli_detect_shows_the_derived_parser(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "xml_pairs" in result.stdout and "<arg_key>" in result.stdout
     native = runner.invoke(app, ["detect", str(TEMPLATES / "Qwen-Qwen3-0.6B.jinja"), "--parser"])
-    assert "parser: hermes (reasoning: think)" in native.stdout
+    assert "parser: hermes (reasoning: qwen3)" in native.stdout
     shipped = runner.invoke(app, ["detect", str(TEMPLATES / "MiniMax-M2.jinja"), "--parser"])
     assert "parser: minimax_m2" in shipped.stdout  # the shipped file keeps its own parser
     failing = runner.invoke(app, ["detect", unregistered("MiniMax-M2.jinja"), "--parser"])

@@ -30,7 +30,7 @@ def test_origins_of_native_and_packaged_parsers() -> None:
         "hermes",
         "native",
     )
-    assert qwen3.reasoning_parser == "think" and "<|im_end|>" in qwen3.end_of_turn
+    assert qwen3.reasoning_parser == "qwen3" and "<|im_end|>" in qwen3.end_of_turn
     ling = parser_support(chatfmt.get_template("inclusionAI/Ling-3.0-flash"))
     assert (ling.kind, ling.tool_parser, ling.tool_parser_origin) == (
         "packaged",

@@ -329,7 +329,7 @@ def test_qwen3_history_thinking_rules() -> None:
     assert tpl.render([{"role": "user", "content": "hi"}]).endswith("<|im_start|>assistant\n")
     gen = tpl.generation_config
     assert (gen.temperature, gen.top_p, gen.top_k) == (0.6, 0.95, 20)
-    assert tpl.reasoning_parser == "think" and tpl.tool_parser == "hermes"
+    assert tpl.reasoning_parser == "qwen3" and tpl.tool_parser == "hermes"
 
 
 def test_qwen3_errors_name_the_message() -> None:

@@ -312,7 +312,7 @@ def test_qwen35_rejects_what_the_official_template_rejects(
 
 def test_qwen35_wiring() -> None:
     tpl = chatfmt.get_template("Qwen/Qwen3.5-35B-A3B")
-    assert (tpl.name, tpl.tool_parser, tpl.reasoning_parser) == ("qwen3.5", "qwen3_coder", "think")
+    assert (tpl.name, tpl.tool_parser, tpl.reasoning_parser) == ("qwen3.5", "qwen3_coder", "qwen3")
     assert chatfmt.get_template("Qwen/Qwen3-Coder-30B-A3B-Instruct").name == "qwen3-coder"
     assert chatfmt.get_template("Qwen/Qwen3-8B").name == "qwen3"  # the Qwen3 pattern still wins
     assert chatfmt.render([{"role": "user", "content": "x"}], "qwen3.5").endswith(

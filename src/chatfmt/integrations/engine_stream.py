@@ -28,11 +28,20 @@ shares; the adapters only translate its results into the engine's own message ty
   call with its text as arguments, streamed and whole; ``error`` says why. Code-interpreter
   calls (``code=True``, named ``"code_interpreter"``) carry their code as ``arguments``.
 * :func:`extract` is the whole-text path: the same stream fed once, giving
-  ``(content, reasoning, calls)`` as an :class:`Extracted`.
+  ``(content, reasoning, calls)`` as an :class:`Extracted` (with ``reasoning_block``: whether
+  the output had a reasoning block, even an empty one).
+* :meth:`EngineStream.catch_up` serves a caller that passes the text before the new piece
+  without having fed it (a test, a serving layer that is not engine-based): the part not fed
+  yet is fed and its step discarded (it counts as sent). ``verbatim`` streams
+  (:func:`keep_whitespace`) keep the whitespace next to the reasoning markers, for an engine
+  whose reasoning API returns the text as written; ``eager_calls`` ones end a reasoning block
+  at a call marker at once, for an engine that cannot take back a hand-over to its tool
+  parser.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,6 +60,7 @@ __all__ = [
     "Step",
     "StreamPlan",
     "extract",
+    "keep_whitespace",
     "stream_plan",
     "tool_dicts",
 ]
@@ -82,12 +92,15 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Extracted:
-    """A whole output, parsed: ``content``/``reasoning`` are ``None`` when there is none."""
+    """A whole output, parsed: ``content``/``reasoning`` are ``None`` when there is none;
+    ``reasoning_block``: the output was inside a reasoning block (opened by the model or the
+    prompt), even one with no text."""
 
     content: str | None
     reasoning: str | None
     calls: tuple[ParsedToolCall, ...]
     finish_reason: str
+    reasoning_block: bool = False
 
 
 def _step(deltas: Iterable[Delta]) -> Step:
@@ -111,7 +124,7 @@ def _step(deltas: Iterable[Delta]) -> Step:
 class EngineStream:
     """One request's stream: ``feed`` text pieces, then ``finish`` (see module doc)."""
 
-    __slots__ = ("_args", "_names", "_parser", "current_tool_id", "errors")
+    __slots__ = ("_args", "_fed", "_fed_ids", "_names", "_parser", "current_tool_id", "errors")
 
     def __init__(self, parser: StreamParser) -> None:
         self._parser = parser
@@ -121,6 +134,8 @@ class EngineStream:
         self.errors: dict[int, str] = {}
         self._names: list[str] = []
         self._args: list[list[str]] = []  # argument pieces per call, joined when read
+        self._fed = 0  # characters fed so far
+        self._fed_ids = 0  # token ids fed so far
 
     @property
     def parser(self) -> StreamParser:
@@ -152,10 +167,30 @@ class EngineStream:
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> Step:
         """The next piece of output text (and the ids of its tokens, when known)."""
+        self._fed += len(text)
+        if token_ids:
+            self._fed_ids += len(token_ids)
         step = _step(self._parser.feed(text, token_ids))
         if step.calls:
             self._book(step.calls)
         return step
+
+    def catch_up(
+        self, previous_text: str | None, previous_token_ids: Sequence[int] | None = None
+    ) -> None:
+        """Feed the end of ``previous_text`` this stream has not seen, discarding its step.
+
+        For a caller that hands over the text before the new piece (``previous_text``) without
+        having fed it here: what that earlier text decided counts as already sent, and what the
+        parser held back of it (a possible marker) is released with the next piece. Only the
+        lengths are compared (``previous_text`` is taken to continue what was fed), so a
+        stream whose caller passes nothing, or exactly what was fed, costs nothing.
+        """
+        if not previous_text or len(previous_text) <= self._fed:
+            return
+        ids: Sequence[int] | None = previous_token_ids or ()
+        ids = ids[self._fed_ids :] if ids and len(ids) > self._fed_ids else None
+        self.feed(previous_text[self._fed :], ids)
 
     def finish(self, truncated: bool = False) -> Step:
         """End of stream (``truncated``: generation hit its token limit)."""
@@ -255,9 +290,41 @@ class StreamPlan:
             self.base,
         )
 
-    def stream(self, tools: Any = None) -> EngineStream:
-        """A new :class:`EngineStream` (``tools``: OpenAI or engine tool objects)."""
-        return EngineStream(StreamParser(self.target, request=self.request(tools)))
+    def stream(
+        self, tools: Any = None, *, verbatim: bool = False, eager_calls: bool = False
+    ) -> EngineStream:
+        """A new :class:`EngineStream` (``tools``: OpenAI or engine tool objects).
+
+        ``verbatim``: reasoning and answer keep the whitespace next to the reasoning markers
+        (an engine whose reasoning API returns the text as written; :func:`keep_whitespace`).
+        ``eager_calls``: a call marker inside a reasoning block ends it at once, even where
+        the block closes later (an engine that hands a call to its tool parser as it
+        streams; :meth:`~chatfmt.parsing.reasoning.ThinkParser.end_at_calls`).
+        """
+        return EngineStream(_parser(self, tools, verbatim, eager_calls))
+
+
+def _parser(plan: StreamPlan, tools: Any, verbatim: bool, eager_calls: bool) -> StreamParser:
+    parser = StreamParser(plan.target, request=plan.request(tools))
+    if verbatim:
+        keep_whitespace(parser)
+    if eager_calls:
+        eager = getattr(parser._parser, "end_at_calls", None)
+        if eager is not None:
+            eager()
+    return parser
+
+
+def keep_whitespace(parser: StreamParser) -> None:
+    """Make ``parser`` (not fed yet) keep the whitespace next to its reasoning markers, where
+    its reasoning parser can (:meth:`~chatfmt.parsing.reasoning.ThinkParser.keep_whitespace`),
+    and the whitespace its template writes before the answer."""
+    keep = getattr(parser._parser, "keep_whitespace", None)
+    if keep is not None:
+        keep()
+        out = parser.out
+        if out.separators.before_content:
+            out.separators = dataclasses.replace(out.separators, before_content="")
 
 
 def _marker_ids(markers: Iterable[str], tokenizer: Any) -> dict[str, int]:
@@ -331,10 +398,14 @@ def extract(
     tools: Any = None,
     token_ids: Sequence[int] | None = None,
     truncated: bool = False,
+    verbatim: bool = False,
+    eager_calls: bool = False,
 ) -> Extracted:
-    """Parse a whole output: the stream of ``plan`` fed ``text`` once (see module doc)."""
-    parser = StreamParser(plan.target, request=plan.request(tools))
+    """Parse a whole output: the stream of ``plan`` fed ``text`` once (see module doc;
+    ``verbatim`` and ``eager_calls`` as in :meth:`StreamPlan.stream`)."""
+    parser = _parser(plan, tools, verbatim, eager_calls)
     deltas = parser.feed(text, token_ids)
     deltas += parser.finish(truncated=truncated)
     msg = merge_deltas(deltas, finish_reason=parser.finish_reason)
-    return Extracted(msg.content, msg.reasoning_content, msg.tool_calls, msg.finish_reason)
+    opened = bool(getattr(parser._parser, "opened", False))
+    return Extracted(msg.content, msg.reasoning_content, msg.tool_calls, msg.finish_reason, opened)

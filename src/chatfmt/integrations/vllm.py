@@ -27,6 +27,10 @@ ids; :meth:`finish_streaming` ends the stream), cost a dictionary lookup to buil
 cached per tokenizer and parser, see :mod:`.engine_stream`), keep special tokens
 (``adjust_request`` turns ``skip_special_tokens`` off) and use the token ids vLLM passes to
 tell real markers from look-alike text. A call chatfmt flags (e.g. cut off) stays a call.
+A caller that passes a ``previous_text`` the parser was not fed gets it fed first (its
+result counted as sent). The reasoning parsers follow vLLM's reasoning API: the text around
+the markers as written, ``""`` for an empty block of a whole output, a call marker inside
+the block ending it at once (vLLM hands the call over as it streams).
 """
 
 from __future__ import annotations
@@ -229,6 +233,7 @@ class ChatfmtToolParser(ToolParser):
         request: Any,
     ) -> DeltaMessage | None:
         stream = self._started(request)
+        stream.catch_up(previous_text, previous_token_ids)  # a caller that skipped feeding it
         step = stream.feed(delta_text, delta_token_ids or None)
         self.current_tool_id = stream.current_tool_id
         return delta_message(step)
@@ -292,7 +297,7 @@ class ChatfmtReasoningParser(ReasoningParser):
 
     def __init__(self, tokenizer: Any, *args: Any, **kwargs: Any) -> None:
         super().__init__(tokenizer, *args, **kwargs)
-        self._plan, self._open, self._close = self.plan_for(tokenizer)
+        self._plan, self._open, self._close, self._calls = self.plan_for(tokenizer)
         self._stream: EngineStream | None = None
         self._ended = False
         # without a prompt, as vLLM reads it: see IMPLICIT_START
@@ -301,18 +306,22 @@ class ChatfmtReasoningParser(ReasoningParser):
             None if self.chatfmt_parser is None else self.chatfmt_parser in IMPLICIT_START
         )
         switch = kwargs.get("chat_template_kwargs") or {}
-        if (
+        #: Thinking switched off by the request: the output is the answer (no reasoning
+        #: tokens, reasoning over from the start).
+        self._thinking_off = (
             switch.get("enable_thinking") is False
             or switch.get("thinking") is False
             or switch.get("thinking_mode") in ("disabled", "off")
-        ):
-            self._prefilled = False  # thinking switched off: the output is the answer
+        )
+        if self._thinking_off:
+            self._prefilled = False
         elif switch.get("thinking_mode") == "enabled":
             self._prefilled = True
 
     @classmethod
-    def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, Marker, Marker]:
-        """The cached plan and the token ids of the reasoning block's markers (``()``: none)."""
+    def plan_for(cls, tokenizer: Any) -> tuple[StreamPlan, Marker, Marker, tuple[Marker, ...]]:
+        """The cached plan, the token ids of the reasoning block's markers (``()``: none) and
+        those of the call markers that end the block (Qwen3's ``<tool_call>``)."""
         key = (cls, id(tokenizer))
         hit = _REASONING_PLANS.get(key)
         if hit is not None and hit[0] is tokenizer:
@@ -328,22 +337,55 @@ class ChatfmtReasoningParser(ReasoningParser):
             _marker_ids(tokenizer, getattr(factory, attr, None))
             for attr in ("open_marker", "close_marker")
         ]
-        found = (plan, ids[0], ids[1])
+        calls = tuple(
+            m
+            for m in (
+                _marker_ids(tokenizer, marker)
+                for marker in (
+                    *getattr(factory, "ends_reasoning", ()),
+                    *getattr(factory, "ends_unclosed", ()),
+                )
+            )
+            if m
+        )
+        found = (plan, ids[0], ids[1], calls)
         _REASONING_PLANS[key] = (tokenizer, found)
         return found
 
     # ---------------------------------------------------------------- token ids
     def is_reasoning_end(self, input_ids: Sequence[int]) -> bool:
-        """Whether ``input_ids`` close the reasoning block (its end marker after its opener)."""
+        """Whether ``input_ids`` close the reasoning block (its end marker after its opener,
+        or a call marker that ends it, as the text stream reads it); always, when the request
+        switched thinking off."""
+        if self._thinking_off:
+            return True
         ids = list(input_ids)
         last_close = _last(ids, self._close)
-        return last_close >= 0 and _last(ids, self._open) < last_close
+        last_open = _last(ids, self._open)
+        if last_close >= 0 and last_open < last_close:
+            return True
+        return last_open >= 0 and self._first_call(ids, last_open + len(self._open)) >= 0
+
+    def _first_call(self, ids: list[int], start: int) -> int:
+        """Where the first call marker that ends the block starts in ``ids[start:]`` (-1: none)."""
+        found = [at for at in (_first(ids, call, start) for call in self._calls) if at >= 0]
+        return min(found, default=-1)
 
     def extract_content_ids(self, input_ids: list[int]) -> list[int]:
-        if not self._close:
-            return list(input_ids)
-        at = _last(list(input_ids), self._close)
-        return list(input_ids[at + len(self._close) :]) if at >= 0 else []
+        """The ids after the reasoning block's end marker (from a call marker that ends it);
+        all of them when the output does not start inside the block and opens none, none while
+        the block is open."""
+        ids = list(input_ids)
+        if not self._close or self._thinking_off:
+            return ids
+        at = _last(ids, self._close)
+        if at >= 0:
+            return ids[at + len(self._close) :]
+        opened = _last(ids, self._open)
+        call = self._first_call(ids, opened + len(self._open) if opened >= 0 else 0)
+        if call >= 0:
+            return ids[call:]
+        return ids if self._prefilled is False and opened < 0 else []
 
     def set_prompt_token_ids(self, prompt_token_ids: Sequence[int]) -> None:
         """A prompt that ends inside an open reasoning block: the output starts in it."""
@@ -370,8 +412,11 @@ class ChatfmtReasoningParser(ReasoningParser):
         return _prefilled_plan(self._plan, self._prefilled)
 
     def extract_reasoning(self, model_output: str, request: Any) -> tuple[str | None, str | None]:
-        got = extract(self._stream_plan(), model_output)
-        return got.reasoning, got.content
+        """The reasoning and the answer of a whole output, as vLLM gives them: the text around
+        the markers as written, and an empty reasoning block as ``""`` (``None``: no block)."""
+        got = extract(self._stream_plan(), model_output, verbatim=True, eager_calls=True)
+        reasoning = "" if got.reasoning is None and got.reasoning_block else got.reasoning
+        return reasoning, got.content
 
     # ---------------------------------------------------------------- streamed
     def extract_reasoning_streaming(
@@ -385,7 +430,8 @@ class ChatfmtReasoningParser(ReasoningParser):
     ) -> DeltaMessage | None:
         stream = self._stream
         if stream is None:
-            stream = self._stream = self._stream_plan().stream()
+            stream = self._stream = self._stream_plan().stream(verbatim=True, eager_calls=True)
+        stream.catch_up(previous_text, previous_token_ids)  # a caller that skipped feeding it
         step = stream.feed(delta_text, delta_token_ids or None)
         if not self._ended and _answer_started(stream, step):
             self._ended = True
@@ -406,9 +452,10 @@ class ChatfmtReasoningParser(ReasoningParser):
         return DeltaMessage(content=step.content or None, reasoning=step.reasoning or None)
 
     def count_reasoning_tokens(self, token_ids: Sequence[int]) -> int:
-        """Tokens between the reasoning block's markers (from the start when it was prefilled)."""
+        """Tokens between the reasoning block's markers (from the start when it was prefilled;
+        none when the request switched thinking off)."""
         ids = list(token_ids)
-        if not self._close:
+        if not self._close or self._thinking_off:
             return 0
         end = _last(ids, self._close)
         opened = _last(ids[: end if end >= 0 else len(ids)], self._open)
@@ -425,7 +472,7 @@ IMPLICIT_START = frozenset({"qwen3", "deepseek_r1", "think"})
 #: The token ids of a marker (``()``: no marker, or the tokenizer cannot say).
 Marker = tuple[int, ...]
 
-_REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, Marker, Marker]]] = {}
+_REASONING_PLANS: dict[Any, tuple[Any, tuple[StreamPlan, Marker, Marker, tuple[Marker, ...]]]] = {}
 _PREFILLED: dict[tuple[int, bool], tuple[StreamPlan, StreamPlan]] = {}
 
 
@@ -449,6 +496,18 @@ def _answer_started(stream: EngineStream, step: Step) -> bool:
     if name is not None:
         return bool(name == "INNER")
     return bool(step.content or step.calls)
+
+
+def _first(ids: list[int], marker: Marker, start: int = 0) -> int:
+    """Where the first occurrence of ``marker`` at or after ``start`` starts (``-1``: none)."""
+    n = len(marker)
+    if not n:
+        return -1
+    first = marker[0]
+    for i in range(start, len(ids) - n + 1):
+        if ids[i] == first and tuple(ids[i : i + n]) == marker:
+            return i
+    return -1
 
 
 def _last(ids: list[int], marker: Marker) -> int:

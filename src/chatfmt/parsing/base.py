@@ -368,7 +368,7 @@ def _shared_tool_parsers() -> list[tuple[type[FormatParser], tuple[str, ...]]]:
 def _shared_reasoning_parsers() -> list[tuple[Callable[..., FormatParser], tuple[str, ...]]]:
     from .reasoning import ThinkParser
 
-    return [(ThinkParser, ("deepseek_r1", "qwen3"))]
+    return [(ThinkParser, ("deepseek_r1",))]
 
 
 #: Tool parsers by name: ``plain`` and every family's (read from the family table on first use).

@@ -7,6 +7,19 @@ writes again at the very start (after whitespace only) is then markup and
 dropped — a ``<think>`` later in the reasoning is the model's text. Whitespace
 between the markers and the text (the template's own newlines) is not part of
 either. A block that never closes (truncated thinking) is all reasoning.
+
+A format whose model may start a tool call before closing its thinking lists the call
+markers: in :attr:`ThinkParser.ends_reasoning` (Kimi K2's call section) the first of them
+inside the block ends it there and the answer (the call) starts with it; in
+:attr:`ThinkParser.ends_unclosed` (Qwen3's ``<tool_call>``) the marker ends the block only
+if the block is never closed: a ``</think>`` later makes it reasoning text (a call the model
+drafted in its thinking, not one to run). Streamed, the text from such a marker is held
+until the close marker or the end of the output decides, so a whole output and any
+chunking of it parse alike. :meth:`ThinkParser.end_at_calls` makes those markers end the
+block at once (an engine that must hand a call to its tool parser as it streams: vLLM).
+
+:meth:`ThinkParser.keep_whitespace` switches the whitespace rule off for an engine whose
+reasoning API returns the text around the markers as written (vLLM's).
 """
 
 from __future__ import annotations
@@ -53,6 +66,11 @@ class ThinkParser(StateMachine, FormatParser):
     special_markers: ClassVar[tuple[str, ...]] = (_OPEN, _CLOSE)
     openers: ClassVar[tuple[tuple[str, State], ...]] = ((_OPEN, Think.REASONING),)
     after_openers: ClassVar[tuple[tuple[str, State], ...]] = ()
+    #: Call markers that, inside the block, also end it: the answer (the call) starts with
+    #: the marker (list them in :attr:`special_markers` too when they are special tokens).
+    ends_reasoning: ClassVar[tuple[str, ...]] = ()
+    #: Call markers that end the block where it is never closed (see the module doc).
+    ends_unclosed: ClassVar[tuple[str, ...]] = ()
     #: The model's output starts inside the block whatever the prompt ends with (ERNIE 4.5
     #: Thinking opens it itself without writing the opener): ``thinking_prefilled`` defaults
     #: to True.
@@ -67,12 +85,32 @@ class ThinkParser(StateMachine, FormatParser):
     ) -> None:
         super().__init__(out, budget, options)
         self.inner = inner
-        self._close = marker_set((self.close_marker,), frozenset(self.special_markers))
+        specials = frozenset(self.special_markers)
+        self._close = marker_set(
+            (self.close_marker, *self.ends_reasoning, *self.ends_unclosed), specials
+        )
+        self._close_only = marker_set((self.close_marker,), specials)
+        self._eager = False  # ends_unclosed markers end the block at once
+        self._held = -1  # while held at an ends_unclosed marker: where to search on from pos
         self.state = Think.PREFILLED if options.get("thinking_prefilled") else Think.START
         self._heads = self.openers  # the openers the ``start`` state looks for
         self._lead = True  # strip leading whitespace of the reasoning
         self._ws = ""  # held trailing whitespace of the reasoning
+        self._strip = True  # whitespace next to the markers is markup
+        #: Whether the output was inside the block (opened by the model or by the prompt),
+        #: even one with no reasoning text.
+        self.opened = False
         self._inner_fed = False
+
+    def end_at_calls(self) -> None:
+        """Let the :attr:`ends_unclosed` markers end the block at once, as
+        :attr:`ends_reasoning` ones do (call before any feed)."""
+        self._eager = True
+
+    def keep_whitespace(self) -> None:
+        """Keep the whitespace between the markers and the text (call before any feed):
+        reasoning and answer are the text around the markers as written."""
+        self._strip = self._lead = False
 
     def _s_start(self) -> bool:
         """Before the first text: an opener (after whitespace), else the answer starts."""
@@ -112,6 +150,9 @@ class ThinkParser(StateMachine, FormatParser):
         return True
 
     def _s_reasoning(self) -> bool:
+        self.opened = True
+        if self._held >= 0:
+            return self._held_step()
         buf = self.buf
         end, marker, resume = self._close.split(buf, self.pos, self.real)
         if self.final and marker is None:
@@ -121,23 +162,57 @@ class ThinkParser(StateMachine, FormatParser):
         if self._lead:
             text = text.lstrip(WS)
             self._lead = not text
+        if marker is not None and marker in self.ends_unclosed and not self._eager:
+            self._emit_body(text)  # a call or a draft: decided by what follows
+            self.pos = end
+            self._held = len(marker)
+            return True
         if marker is not None or self.final:
-            self.out.reasoning((self._ws + text).rstrip(WS))
+            text = self._ws + text
+            self.out.reasoning(text.rstrip(WS) if self._strip else text)
             self._ws = ""
             if marker is None:
                 return False
-            self.state = Think.AFTER
+            if marker in self.ends_reasoning or marker in self.ends_unclosed:
+                self.pos -= len(marker)  # a call ended the block: the tool parser reads it
+                self.state = Think.INNER
+            else:
+                self.state = Think.AFTER
             return True
-        body = text.rstrip(WS)
+        self._emit_body(text)
+        return False
+
+    def _emit_body(self, text: str) -> None:
+        """Reasoning ``text`` that more may follow: trailing whitespace held (when stripped)."""
+        body = text.rstrip(WS) if self._strip else text
         if body:
             self.out.reasoning(self._ws + body)
             self._ws = text[len(body) :]
         else:
             self._ws += text
-        return False
+
+    def _held_step(self) -> bool:
+        """At a call marker inside the block (``self.pos``): the close marker later makes the
+        text reasoning; the end of the output without one makes it the answer."""
+        buf = self.buf
+        end, marker, resume = self._close_only.split(buf, self.pos + self._held, self.real)
+        if marker is not None:
+            text = self._ws + buf[self.pos : end]
+            self.out.reasoning(text.rstrip(WS) if self._strip else text)
+            self._ws, self._held, self.pos = "", -1, resume
+            self.state = Think.AFTER
+            return True
+        if not self.final:
+            self._held = end - self.pos  # searched up to here (the rest may start the marker)
+            return False
+        if not self._strip:
+            self.out.reasoning(self._ws)
+        self._ws, self._held = "", -1
+        self.state = Think.INNER  # never closed: the call is the answer
+        return True
 
     def _s_after(self) -> bool:
-        if not self.skip_ws() and not self.final:
+        if self._strip and not self.skip_ws() and not self.final:
             return False
         if self.after_openers:
             self._heads = self.after_openers

@@ -158,9 +158,10 @@ def test_template_parser_uses_the_models_template(tokenizer: Any) -> None:
     got = cls(tokenizer).extract_tool_calls(HERMES, request(tools=TOOLS))
     assert [json.loads(c.function.arguments)["city"] for c in got.tool_calls] == ["Paris", "Rome"]
     rcls = ReasoningParserManager.get_reasoning_parser("chatfmt")
+    # the text around the markers as written, as vLLM's reasoning parsers give it
     assert rcls(tokenizer).extract_reasoning("<think>\nhm\n</think>\n\nHi", request()) == (
-        "hm",
-        "Hi",
+        "\nhm\n",
+        "\n\nHi",
     )
 
 
@@ -233,7 +234,11 @@ def test_reasoning_streams_then_hands_over(tokenizer: Any) -> None:
             flush = parser.finish_streaming()
             content += (flush.content or "") if flush else ""
             break
-    assert (reasoning, content, ended_at) == ("A plan", "Answer", 5)
+    # vLLM's reasoning API: the text around the markers as written (its own parsers give
+    # ("\nA plan\n", "\n\nAnswer") whole); the answer starts right after </think>
+    assert (reasoning, content, ended_at) == ("\nA plan\n", "", 3)
+    whole = parser.extract_reasoning("<think>\nA plan\n</think>\n\nAnswer", request())
+    assert whole == ("\nA plan\n", "\n\nAnswer")
 
 
 def test_prompt_that_opens_thinking(tokenizer: Any) -> None:
@@ -260,3 +265,43 @@ def test_thinking_switched_off_by_the_request(tokenizer: Any) -> None:
         "Thinking",
         "Answer",
     )
+
+
+def test_thinking_off_ends_reasoning_from_the_start(tokenizer: Any) -> None:
+    cls = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")
+    parser = cls(tokenizer, chat_template_kwargs={"enable_thinking": False})
+    ids = tokenizer.encode("Just the answer.")
+    assert parser.is_reasoning_end([]) and parser.is_reasoning_end(ids)
+    assert parser.count_reasoning_tokens(ids) == 0 and parser.extract_content_ids(ids) == ids
+    on = cls(tokenizer)
+    assert not on.is_reasoning_end(ids) and on.count_reasoning_tokens(ids) == len(ids)
+
+
+def test_empty_reasoning_block_is_an_empty_string_whole(tokenizer: Any) -> None:
+    parser = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")(tokenizer)
+    assert parser.extract_reasoning("</think>Answer", request()) == ("", "Answer")
+    off = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")(
+        tokenizer, chat_template_kwargs={"enable_thinking": False}
+    )
+    assert off.extract_reasoning("Answer", request()) == (None, "Answer")
+
+
+def test_previous_text_not_fed_is_caught_up(tokenizer: Any) -> None:
+    """A caller without engine-based streaming passes the text so far: the adapter feeds what
+    it has not seen (counted as sent) and returns only what the new text adds."""
+    parser = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")(tokenizer)
+    delta = parser.extract_reasoning_streaming("A plan</thi", "", "nk>Answer", [], [], [])
+    assert delta is not None and (delta.reasoning, delta.content) == (None, "Answer")
+    assert parser.has_engine_confirmed_reasoning_end()
+
+
+def test_a_call_ends_the_reasoning_in_token_ids_too(tokenizer: Any) -> None:
+    """vLLM hands the ids after the reasoning to the tool parser: from the <tool_call> that
+    ended the block, as the text stream reads it."""
+    parser = ReasoningParserManager.get_reasoning_parser("chatfmt-qwen3")(tokenizer)
+    think, call = tokenizer.convert_tokens_to_ids(["<think>", "<tool_call>"])
+    plan = tokenizer.encode("I need to read.\n\n")
+    ids = [think, *plan, call, 5, 6]
+    assert parser.is_reasoning_end(ids) and not parser.is_reasoning_end([think, *plan])
+    assert parser.extract_content_ids(ids) == [call, 5, 6]
+    assert parser.extract_content_ids([*plan, call, 5]) == [call, 5]  # the prompt opened it

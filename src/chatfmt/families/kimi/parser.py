@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import auto
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from ...parsing.blocks import Block, BlockParser, RawArgs
-from ...parsing.markers import marker_set
-from ...parsing.reasoning import Think, ThinkParser
+from ...parsing.reasoning import ThinkParser
 from ...parsing.states import State
 from .markers import (
     TOOL_CALL_ARGUMENT_BEGIN,
@@ -170,19 +169,4 @@ class KimiK2ThinkParser(ThinkParser):
 
     name = "kimi_k2"
     special_markers: ClassVar[tuple[str, ...]] = (*ThinkParser.special_markers, *_ENDS_THINKING)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._close = marker_set(
-            (self.close_marker, *_ENDS_THINKING), frozenset(self.special_markers)
-        )
-
-    def _s_reasoning(self) -> bool:
-        more = super()._s_reasoning()
-        if self.state is Think.AFTER:
-            for marker in _ENDS_THINKING:  # a call marker ended it: the tool parser reads it
-                if self.buf.startswith(marker, self.pos - len(marker)):
-                    self.pos -= len(marker)
-                    self.state = Think.INNER
-                    break
-        return more
+    ends_reasoning: ClassVar[tuple[str, ...]] = _ENDS_THINKING

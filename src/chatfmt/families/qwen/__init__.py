@@ -9,6 +9,7 @@ from ...parsing.xml_function import Qwen3CoderParser
 from .. import ReasoningParsers, ToolCallFormats, ToolParsers
 from .coder_templates import TEMPLATES as CODER_TEMPLATES
 from .markers import QWEN3_CODER_FORMAT
+from .parser import Qwen3ThinkParser
 from .templates import TEMPLATES as CHAT_TEMPLATES
 
 #: The family's templates.
@@ -18,7 +19,9 @@ TOOL_PARSERS: ToolParsers = {
     Qwen3CoderParser: ("qwen3_xml", "qwen3coder", "qwen35"),
 }
 #: Reasoning parsers of the family, each with its extra names.
-REASONING_PARSERS: ReasoningParsers = {}
+REASONING_PARSERS: ReasoningParsers = {
+    Qwen3ThinkParser: (),
+}
 #: How the family's tool parsers' calls are written (checked against its templates).
 TOOL_CALL_FORMATS: ToolCallFormats = {
     Qwen3CoderParser: (QWEN3_CODER_FORMAT,),
@@ -30,4 +33,5 @@ __all__ = [
     "TOOL_CALL_FORMATS",
     "TOOL_PARSERS",
     "Qwen3CoderParser",
+    "Qwen3ThinkParser",
 ]

@@ -25,12 +25,12 @@ from typing import Any, ClassVar
 from ...config import GenerationConfig
 from ...errors import UnsupportedFeatureError, ValidationError
 from ...history_rules import EARLIER_THINKING_DROPPED
-from ...parsing.reasoning import ThinkParser
 from ...parsing.xml_function import Qwen3CoderParser
 from ...protocol import Conversation, Message, Tool, ToolCall
 from ...segments import Segment, SegmentBuilder
 from ...template import RenderContext, Template
 from ..chatml.markers import ENDOFTEXT
+from .parser import Qwen3ThinkParser
 from .templates import (
     IM_END,
     IM_START,
@@ -295,7 +295,7 @@ class Qwen35Template(Template):
     supports_tools = True
     supports_reasoning = True
     tool_parser_class = Qwen3CoderParser
-    reasoning_parser_class = ThinkParser
+    reasoning_parser_class = Qwen3ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
         session_len=262144,

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 
 from ...config import GenerationConfig
 from ...history_rules import EARLIER_THINKING_DROPPED
-from ...parsing.reasoning import ThinkParser
 from ...protocol import Conversation, Message, Tool
 from ...segments import Segment, SegmentBuilder
 from ...spec import RoleFormat, SpecTemplate, TemplateSpec
@@ -28,6 +27,7 @@ from ..chatml.markers import ENDOFTEXT, IM_END, IM_START
 from ..chatml.render import chatml_turn, function_call, require_messages, require_text, tojson
 from ..hermes.markers import TOOLS_INTRO, TOOLS_OUTRO
 from ..hermes.parser import HermesParser
+from .parser import Qwen3ThinkParser
 
 QWEN_CONTROL_TOKENS = (IM_START, IM_END, ENDOFTEXT)
 
@@ -247,7 +247,7 @@ class Qwen3Template(_QwenToolsBase):
     source = "official Jinja: Qwen-Qwen3-0.6B.jinja"
     official_templates = ("Qwen-Qwen3-0.6B.jinja",)
     supports_reasoning = True
-    reasoning_parser_class = ThinkParser
+    reasoning_parser_class = Qwen3ThinkParser
     system_gap_always = False
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": True}
     generation_config = GenerationConfig(
@@ -336,7 +336,7 @@ class QwQTemplate(_QwenToolsBase):
     #: ``<think>\n`` prompt of the original Hugging Face template.
     official_templates = ("Qwen-QwQ-32B.jinja",)
     supports_reasoning = True
-    reasoning_parser_class = ThinkParser
+    reasoning_parser_class = Qwen3ThinkParser
     default_options: ClassVar[Mapping[str, Any]] = {"enable_thinking": False}
     generation_config = GenerationConfig(
         session_len=131072,
