@@ -826,6 +826,18 @@ def test_kimi_k3_think_tags_without_reasoning_parser_are_markup() -> None:
     check(k3_open("think") + "r" + k3_close("think") + "a", "kimi_k3", "ra", [])
 
 
+@pytest.mark.parametrize("tool_parser", ["plain", "kimi_k3"])
+def test_kimi_k3_reasoning_parser_drops_the_answer_wrapper_with_any_tool_parser(
+    tool_parser: str,
+) -> None:
+    # vLLM tests/reasoning/test_kimi_k3_reasoning_parser.py
+    # (test_delegating_parser_strips_response_wrapper_without_tool_parser): an engine that
+    # runs only the reasoning parser (no tools in the request) gets the answer unwrapped.
+    kw = {"parser": tool_parser, "reasoning_parser": "kimi_k3"}
+    check(k3_open("think") + k3_turn("step", "answer"), None, "answer", [], "step", **kw)
+    check("answer" + k3_close("response") + k3_close("message"), None, "answer", [], **kw)
+
+
 # ---------------------------------------------------------------- the native Kimi-K2-Instruct template
 def _kimi_call(name: str, arguments: Any, k: int) -> dict[str, Any]:
     return {"id": f"c{k}", "type": "function", "function": {"name": name, "arguments": arguments}}

@@ -71,6 +71,10 @@ class ThinkParser(StateMachine, FormatParser):
     ends_reasoning: ClassVar[tuple[str, ...]] = ()
     #: Call markers that end the block where it is never closed (see the module doc).
     ends_unclosed: ClassVar[tuple[str, ...]] = ()
+    #: Markup of the answer's wrapper (Kimi K3's ``<|open|>response<|sep|>`` …): dropped from
+    #: the answer before the tool parser reads it, so the answer is clean with any tool parser
+    #: (``plain`` too: an engine that runs only the reasoning parser).
+    answer_markup: ClassVar[tuple[str, ...]] = ()
     #: The model's output starts inside the block whatever the prompt ends with (ERNIE 4.5
     #: Thinking opens it itself without writing the opener): ``thinking_prefilled`` defaults
     #: to True.
@@ -90,6 +94,7 @@ class ThinkParser(StateMachine, FormatParser):
             (self.close_marker, *self.ends_reasoning, *self.ends_unclosed), specials
         )
         self._close_only = marker_set((self.close_marker,), specials)
+        self._markup = marker_set(self.answer_markup, specials) if self.answer_markup else None
         self._eager = False  # ends_unclosed markers end the block at once
         self._held = -1  # while held at an ends_unclosed marker: where to search on from pos
         self.state = Think.PREFILLED if options.get("thinking_prefilled") else Think.START
@@ -222,9 +227,16 @@ class ThinkParser(StateMachine, FormatParser):
         return True
 
     def _s_inner(self) -> bool:
-        self.feed_inner(self.buf[self.pos :], self.pos)
-        self.pos = len(self.buf)
-        return False
+        if self._markup is None:
+            self.feed_inner(self.buf[self.pos :], self.pos)
+            self.pos = len(self.buf)
+            return False
+        end, marker, resume = self._markup.split(self.buf, self.pos, self.real)
+        if self.final and marker is None:
+            end = resume = len(self.buf)
+        self.feed_inner(self.buf[self.pos : end], self.pos)
+        self.pos = resume
+        return marker is not None
 
     def feed_inner(self, text: str, at: int) -> None:
         """Give the tool parser ``text``, which starts at ``self.buf[at]`` (``at`` may be
@@ -253,9 +265,15 @@ class ThinkParser(StateMachine, FormatParser):
 
 
 def think_parser(
-    name: str, open_marker: str, close_marker: str, *, qualname: str | None = None
+    name: str,
+    open_marker: str,
+    close_marker: str,
+    *,
+    qualname: str | None = None,
+    answer_markup: tuple[str, ...] = (),
 ) -> type[ThinkParser]:
-    """A :class:`ThinkParser` for a block written ``open_marker … close_marker``.
+    """A :class:`ThinkParser` for a block written ``open_marker … close_marker`` (and
+    ``answer_markup``, :attr:`ThinkParser.answer_markup`).
 
     ``qualname`` is the module-level name the caller binds the class to: the class then
     belongs to the caller's module under that name, so templates that name it pickle.
@@ -266,6 +284,7 @@ def think_parser(
         "close_marker": close_marker,
         "special_markers": (open_marker, close_marker),
         "openers": ((open_marker, Think.REASONING),),
+        "answer_markup": answer_markup,
         "__doc__": f"Reasoning in ``{open_marker}…{close_marker}`` before the answer.",
         "__module__": __name__,
     }

@@ -255,4 +255,10 @@ class KimiK3Parser(BlockParser):
         return False
 
 
-KimiK3Think = think_parser("kimi_k3", open_tag("think"), close_tag("think"), qualname="KimiK3Think")
+KimiK3Think = think_parser(
+    "kimi_k3",
+    open_tag("think"),
+    close_tag("think"),
+    qualname="KimiK3Think",
+    answer_markup=(open_tag("response"), close_tag("response"), close_tag("message")),
+)
