@@ -152,13 +152,17 @@ async def sse_events(body_iterator: Any) -> list[dict[str, Any]]:
 CHATFMT_PAIRS = [("chatfmt-hermes", "chatfmt-qwen3"), ("chatfmt", "chatfmt")]
 
 
-def check_serving_case(run: Any, model: str, stream: bool) -> None:
+def serve_case(run: Any, model: str, stream: bool) -> Any:
     """The serving-path case through an engine: ``run(tokenizer, pieces, payload)`` sends the
     chat request over a fake engine yielding ``pieces`` and returns the SSE event dicts
-    (streamed) or the response dict (whole); checks the response."""
+    (streamed) or the response dict (whole), which this returns."""
     tokenizer = qwen3_tokenizer_or_skip()
-    result = run(tokenizer, token_pieces(OUTPUT, tokenizer), payload(model, stream))
-    (check_streamed if stream else check_whole)(result)
+    return run(tokenizer, token_pieces(OUTPUT, tokenizer), payload(model, stream))
+
+
+def check_serving_case(run: Any, model: str, stream: bool) -> None:
+    """:func:`serve_case`, and its chat-completions response is right."""
+    (check_streamed if stream else check_whole)(serve_case(run, model, stream))
 
 
 def qwen3_tokenizer_or_skip() -> Any:
