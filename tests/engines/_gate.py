@@ -118,6 +118,23 @@ def short_id(test_id: str) -> str:
     return f"{file_of(test_id)}::{test_id.split('::', 1)[1]}"
 
 
+def case_keys(test_ids: set[str]) -> dict[str, str]:
+    """Each test id's key in the report and in ``differences.txt``: :func:`short_id`, or
+    ``module::Class::case`` where test classes of one module share a case name."""
+    from collections import Counter
+
+    shorts = Counter(short_id(t) for t in test_ids)
+    keys = {}
+    for test_id in test_ids:
+        key = short_id(test_id)
+        if shorts[key] > 1:
+            owner = test_id.split("::", 1)[0].rsplit(".", 1)[-1]
+            module, _, case = key.partition("::")
+            key = f"{module}::{owner}::{case}"
+        keys[test_id] = key
+    return keys
+
+
 def allowed_differences(here: Path) -> dict[str, str]:
     """The documented differences: case → reason."""
     path = here / "differences.txt"
@@ -145,12 +162,13 @@ class Comparison:
 def compare(own: dict[str, str], ours: dict[str, str], allowed: dict[str, str]) -> Comparison:
     """Count outcomes per file; list regressions, documented differences, improvements."""
     result = Comparison()
-    for case in sorted(set(own) | set(ours)):
+    keys = case_keys(set(own) | set(ours))
+    for case in sorted(keys):
         a, b = own.get(case, "missing"), ours.get(case, "missing")
         row = result.rows[file_of(case)]
         row[f"engine_{a}"] += 1
         row[f"chatfmt_{b}"] += 1
-        key = short_id(case)
+        key = keys[case]
         if a == "passed" and b != "passed":
             kind = "documented" if key in allowed else "regressions"
             getattr(result, kind).append(key)
