@@ -144,8 +144,19 @@ async def _sse_texts(resp: aiohttp.ClientResponse, text_of: Any) -> Any:
 
 
 async def one(
-    session: aiohttp.ClientSession, url: str, body: dict[str, Any], text_of: Any
+    session: aiohttp.ClientSession,
+    url: str,
+    body: dict[str, Any],
+    text_of: Any,
+    first_cpu: dict[str, Any] | None = None,
 ) -> tuple[float, float, str]:
+    """One streamed request: its time to first text, its total time and its text.
+
+    ``first_cpu`` (one stream at a time, the engine pacing its events): the CPU seconds
+    each process in ``first_cpu["pids"]`` spent from before the request to its first
+    event (read half an event interval after it, once the processes are idle again),
+    added to ``first_cpu["spent"]``."""
+    cpu_before = {n: _cpu_seconds(p) for n, p in first_cpu["pids"].items()} if first_cpu else {}
     start = time.perf_counter()
     first = 0.0
     parts: list[str] = []
@@ -155,6 +166,10 @@ async def one(
         async for text in _sse_texts(resp, text_of):
             if not first:
                 first = time.perf_counter() - start
+                if first_cpu:
+                    await asyncio.sleep(first_cpu["settle"])
+                    for name, pid in first_cpu["pids"].items():
+                        first_cpu["spent"][name].append(_cpu_seconds(pid) - cpu_before[name])
             parts.append(text)
         # the rest of the body (its end): the connection is then reused by the client's next
         # request on every path, as the gateway's own client does with the engine's
@@ -185,12 +200,14 @@ def _outcome(results: list[Any], tags: list[str]) -> dict[str, Any]:
     return {"ok": ok, "errors": errors, "crossed": crossed}
 
 
-async def round_(target: str, n: int, prompt_of: Any, api: str | None) -> dict[str, Any]:
-    """A burst: ``n`` requests sent at the same moment."""
+async def round_(
+    target: str, n: int, prompt_of: Any, api: str | None, first_cpu: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A burst: ``n`` requests sent at the same moment (``first_cpu``: see :func:`one`)."""
     connector = aiohttp.TCPConnector(limit=n)
     async with aiohttp.ClientSession(connector=connector) as session:
         tags = [f"req-{i}" for i in range(n)]
-        jobs = [one(session, *_request(target, prompt_of, api, t)) for t in tags]
+        jobs = [one(session, *_request(target, prompt_of, api, t), first_cpu) for t in tags]
         results = await asyncio.gather(*jobs, return_exceptions=True)
     return {**_outcome(results, tags), "sent": n}
 
@@ -259,31 +276,71 @@ def _per_request(spent: Counter[str], name: str) -> str:
 def _floor(
     cpu: dict[tuple[str, str], Counter[str]], stats: dict[tuple[str, str], tuple[float, float]]
 ) -> None:
-    """The gateway against this machine's floor, measured in the same rounds: the engine
-    writes each event once and the client reads it once; the gateway does both (reads the
-    engine's event, writes the client's), so its CPU per request is set against the
-    engine's plus the client's on the direct path. Its added TTFT is set against the
-    direct path's TTFT."""
+    """The gateway against this machine's floor, measured in the same rounds.
+
+    The engine writes each event once and the client reads it once; the gateway does both
+    (reads the engine's event, writes the client's), so its CPU per request is set against
+    the engine's plus the client's on the direct path ("relay floor"), and its added TTFT
+    against the direct path's TTFT. The minimal relays (``--relay``) are one more hop that
+    does nothing else: what they add is this machine's price of a hop, and the gateway's
+    added TTFT beyond the ``http`` relay's (the same server stack) is chatfmt's own part.
+    The issue's absolute targets are checked last."""
     direct = cpu.get(("direct", "completions"))
     if not direct or not direct["requests"]:
         return
     engine = direct["engine"] / direct["requests"] * 1000
     client = direct["client"] / direct["requests"] * 1000
-    d50 = stats.get(("direct", "completions"), (0.0, 0.0))[0]
+    d50, d99 = stats.get(("direct", "completions"), (0.0, 0.0))
     print(
         f"floor (direct rounds): the engine {engine:.2f} ms and the client {client:.2f} ms of "
         f"CPU per request; relay floor (both) {engine + client:.2f} ms"
     )
+    hop: dict[str, float] = {}
     for key, spent in cpu.items():
-        if key[0] == "direct" or not spent["requests"] or key not in stats:
+        if not key[0].startswith("relay") or key not in stats or not spent["requests"]:
+            continue
+        hop[key[0]] = stats[key][0] - d50
+        print(
+            f"{key[0]:21} one more hop that only relays bytes: added TTFT p50 "
+            f"{hop[key[0]]:.2f} ms, p99 {stats[key][1] - d99:.2f} ms; its CPU per request "
+            f"{spent['gateway'] / spent['requests'] * 1000:.2f} ms"
+        )
+    checks: list[str] = []
+    for key, spent in cpu.items():
+        if key[0] == "direct" or key[0] in hop or not spent["requests"] or key not in stats:
             continue
         gateway = spent["gateway"] / spent["requests"] * 1000
-        added = stats[key][0] - d50
+        added, added99 = stats[key][0] - d50, stats[key][1] - d99
+        beyond = (
+            f"; {added - hop['relay-http']:.2f} ms beyond the http relay's"
+            if "relay-http" in hop
+            else ""
+        )
         print(
             f"{key[0] + ' ' + key[1]:21} CPU per request {gateway / (engine + client):.2f}× "
             f"the relay floor; added TTFT p50 {added / d50 if d50 else float('nan'):.2f}× "
-            "the direct TTFT p50"
+            f"the direct TTFT p50{beyond}"
         )
+        verdicts = [
+            ("CPU ≤ 1.5 ms", gateway, gateway <= 1.5),
+            ("added p50 < 1.5 ms", added, added < 1.5),
+            ("added p99 < 4 ms", added99, added99 < 4.0),
+        ]
+        checks.append(
+            f"{key[0] + ' ' + key[1]:21} "
+            + ", ".join(
+                f"{name}: {value:.2f} {'met' if ok else 'NOT met'}" for name, value, ok in verdicts
+            )
+        )
+    if checks:
+        print("the issue's absolute targets:")
+        print("\n".join(checks))
+
+
+def _row_order(item: tuple[tuple[str, str], Any]) -> tuple[bool, bool]:
+    """Gateways first, then the relays, then the direct path."""
+    name = item[0][0]
+    return name == "direct", name.startswith("relay")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -330,6 +387,20 @@ def _start_gateway(
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
+def _start_relay(mode: str, backend: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A minimal relay (``_relay.py``: ``tcp`` or ``http``) in front of ``backend``, and its
+    base URL once it listens."""
+    port = free_port()
+    relay = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_relay.py")
+    proc = subprocess.Popen(
+        [sys.executable, relay, mode, str(port), backend],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_port(port)
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--concurrency", type=int, default=200)
@@ -366,6 +437,13 @@ def main() -> None:
         "e.g. --baseline src --baseline-loop asyncio compares the loops in the same rounds",
     )
     ap.add_argument(
+        "--relay",
+        default="tcp,http",
+        help="minimal relays measured in the same rounds, the floor of one more hop "
+        "(benchmarks/_relay.py): tcp (a byte pipe), http (a bare ASGI app on uvicorn with an "
+        "aiohttp client: chatfmt serve's stack without chatfmt), both (default) or none",
+    )
+    ap.add_argument(
         "--profile",
         metavar="PATH",
         help="run the gateway (one worker) under cProfile and write its stats to PATH",
@@ -375,6 +453,7 @@ def main() -> None:
     apis = list(APIS) if args.api == "all" else [args.api]
     backend_proc, backend = start(args.tokens, args.token_ms)
     gateways: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+    relays: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
     tpl = chatfmt.get_template("qwen2.5")
 
     def prompt_of(tag: str) -> str:
@@ -382,9 +461,15 @@ def main() -> None:
 
     stream_s = args.tokens * args.token_ms / 1000
 
-    def load(target: str, api: str | None) -> dict[str, Any]:
+    # one paced stream at a time: each process's CPU from the request to its first event
+    first_cpus: dict[tuple[str, str], dict[str, list[float]]] = {}
+    paced_one = args.load == "burst" and args.concurrency == 1 and args.token_ms > 0
+
+    def load(
+        target: str, api: str | None, first_cpu: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         if args.load == "burst":
-            return asyncio.run(round_(target, args.concurrency, prompt_of, api))
+            return asyncio.run(round_(target, args.concurrency, prompt_of, api, first_cpu))
         seconds = args.seconds
         return asyncio.run(
             steady(target, args.concurrency, prompt_of, api, max(stream_s, 0.2), seconds)
@@ -399,8 +484,12 @@ def main() -> None:
         client spent on it, per request served (the ramp's and the last ones' included)."""
         procs = {"engine": backend_proc.pid, **({"gateway": gateway} if gateway else {})}
         before = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+        first_cpu = None
+        if paced_one:
+            spent_first = first_cpus.setdefault(key, {name: [] for name in procs})
+            first_cpu = {"pids": procs, "settle": args.token_ms / 2000, "spent": spent_first}
         client, wall = time.process_time(), time.perf_counter()
-        run = load(target, api)
+        run = load(target, api, first_cpu)
         spent = cpu.setdefault(key, Counter())
         spent["wall"] += time.perf_counter() - wall
         spent["client"] += time.process_time() - client
@@ -415,17 +504,24 @@ def main() -> None:
             gateways["baseline"] = _start_gateway(
                 backend, args.workers, args.baseline, None, args.baseline_loop
             )
+        for mode in filter(None, args.relay.split(",")):
+            if mode != "none":
+                relays[f"relay-{mode}"] = _start_relay(mode, backend)
         for _proc, url in gateways.values():
             for api in apis:
                 asyncio.run(round_(url, 20, prompt_of, api))  # warm up
+        for _proc, url in relays.values():
+            asyncio.run(round_(url, 20, prompt_of, None))
         asyncio.run(round_(backend, 20, prompt_of, None))
         for _ in range(args.rounds):
             for api in apis:
                 for name, (proc, url) in gateways.items():
                     measured((name, api), url, api, proc.pid)
+            for name, (proc, url) in relays.items():
+                measured((name, "completions"), url, None, proc.pid)
             measured(("direct", "completions"), backend, None, None)
     finally:
-        procs = [p for p, _ in gateways.values()] + [backend_proc]
+        procs = [p for p, _ in (*gateways.values(), *relays.values())] + [backend_proc]
         for proc in procs:
             proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly (and cProfile writes)
             proc.wait(timeout=10)
@@ -445,7 +541,7 @@ def main() -> None:
         f"{'CPU per request: gateway':>24} {'engine':>7} {'client':>7}  (ms) {'busy':>5} {'loop':>5}"
     )
     stats: dict[tuple[str, str], tuple[float, float]] = {}
-    for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
+    for key, rs in sorted(runs.items(), key=_row_order):
         ok = [r for run in rs for r in run["ok"]]
         if not ok:
             print(
@@ -455,7 +551,7 @@ def main() -> None:
             continue
         stats[key] = (_pct([r[0] for r in ok], 0.5), _pct([r[0] for r in ok], 0.99))
     direct = stats.get(("direct", "completions"), (0.0, 0.0))
-    for key, rs in sorted(runs.items(), key=lambda kv: kv[0][0] == "direct"):
+    for key, rs in sorted(runs.items(), key=_row_order):
         if key not in stats:
             continue
         ok = [r for run in rs for r in run["ok"]]
@@ -474,6 +570,25 @@ def main() -> None:
             f"       {_busy(cpu[key], args.workers)}"
         )
     _floor(cpu, stats)
+    _first_cpu(first_cpus)
+
+
+def _first_cpu(first_cpus: dict[tuple[str, str], dict[str, list[float]]]) -> None:
+    """Per path, the median CPU each process spent from the request to its first event (one
+    paced stream at a time): the work on the first token's path, which a loaded machine
+    stretches (the wall-clock TTFT) but does not change much."""
+    if not first_cpus:
+        return
+    print("CPU from the request to its first event, median ms (one paced stream at a time):")
+    hop = first_cpus.get(("relay-http", "completions"), {}).get("gateway")
+    for key, spent in sorted(first_cpus.items(), key=_row_order):
+        own = spent.get("gateway")
+        line = f"{key[0] + ' ' + key[1]:21} engine {_pct(spent['engine'], 0.5):.2f}"
+        if own:
+            line += f", {'relay' if key[0].startswith('relay') else 'gateway'} {_pct(own, 0.5):.2f}"
+            if hop and not key[0].startswith("relay"):
+                line += f" ({_pct(own, 0.5) - _pct(hop, 0.5):.2f} beyond the http relay's)"
+        print(line)
 
 
 if __name__ == "__main__":

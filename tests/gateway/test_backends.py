@@ -211,6 +211,24 @@ def test_openai_read_timeout(server: FakeCompletionsServer) -> None:
         _stream(backend, CompletionRequest("p"))
 
 
+def test_openai_read_timeout_bounds_each_wait_not_the_stream(
+    server: FakeCompletionsServer,
+) -> None:
+    # the deadline is per wait for data: pauses shorter than it pass, however many there
+    # are; one longer pause mid-stream ends the stream with the timeout error
+    server.replies = ["abcdefghijklmnop"]
+    server.chunk_size = 4
+    server.chunk_delay = 0.1  # 4 pauses: longer than the timeout together
+    backend = OpenAICompletionsBackend(server.base_url, model="m", read_timeout=0.3)
+    chunks = _stream(backend, CompletionRequest("p"))
+    assert "".join(c.text for c in chunks) == "abcdefghijklmnop"
+    server.replies = ["abcdefghijklmnop"]
+    server.chunk_delay = 1.0
+    backend = OpenAICompletionsBackend(server.base_url, model="m", read_timeout=0.3)
+    with pytest.raises(BackendConnectionError, match=r"no data within 0\.3 s"):
+        _stream(backend, CompletionRequest("p"))
+
+
 @pytest.mark.parametrize(
     ("call", "path"),
     [("lookup", "/models"), ("complete", "/completions"), ("stream", "/completions")],

@@ -237,3 +237,45 @@ def test_special_token_strings_in_a_prompt_are_the_special_tokens(
                 if token in text and isinstance(tid, int):
                     assert got["tokens"].count(tid) == text.count(token)
     assert engine.root_posts == []  # the known tokenizer answered
+
+
+def test_messages_counts_beside_the_completion_once_the_engine_counts(
+    engine: FakeCompletionsServer,
+) -> None:
+    # /v1/messages needs the prompt's count for message_start: the first request counts
+    # before the completion is sent (a model that cannot count is refused before
+    # generation); once the engine has counted, the completion goes first
+    tok_path, _, _, _ = ENGINES["vllm"]
+    engine.root_post = {tok_path: lambda body: {"tokens": chars(text_of(body))}}
+    engine.replies = ["Hello.", "Hello again."]
+    entry = entry_for(engine, "vllm")
+    backend = entry.backend
+    assert isinstance(backend, OpenAICompletionsBackend)
+    calls: list[str] = []
+    tokenize, stream = backend.tokenize, backend._stream_one
+
+    async def counted(text: str) -> list[int]:
+        calls.append("tokenize")
+        return await tokenize(text)
+
+    def streamed(request: Any, emulate: bool = False) -> Any:
+        calls.append("completion")
+        return stream(request, emulate)
+
+    backend.tokenize = counted  # type: ignore[method-assign]
+    backend._stream_one = streamed  # type: ignore[method-assign]
+    body = {"model": "qwen", "max_tokens": 50, "stream": True, "messages": ASK}
+    prompt = len(chatfmt.render(ASK, QWEN))
+    try:
+        with gateway(create_app({"qwen": entry})) as base:
+            starts = []
+            for _ in range(2):
+                resp = httpx.post(base + "/v1/messages", json=body, timeout=30)
+                data = [
+                    json.loads(line[6:]) for line in resp.text.splitlines() if line[:6] == "data: "
+                ]
+                starts.append(data[0]["message"]["usage"]["input_tokens"])
+    finally:
+        engine.root_post = {}
+    assert starts == [prompt, prompt]
+    assert calls == ["tokenize", "completion", "completion", "tokenize"]

@@ -255,6 +255,30 @@ PEER_CASES: list[tuple[str, str, Calls, str | None, str | None]] = [
         None,
         None,
     ),
+    # vLLM tests/tool_parsers/test_gemma4_tool_parser.py (TestBareAndMalformedOpeners,
+    # vLLM issue 53431): ``call`` dropped from the head
+    (
+        "vllm/bare_opener",
+        f"<|tool_call>:get_weather{{location:{Q}Tokyo{Q},unit:{Q}celsius{Q}}}<tool_call|>",
+        [("get_weather", {"location": "Tokyo", "unit": "celsius"})],
+        None,
+        None,
+    ),
+    (
+        "vllm/bare_opener_empty_args",
+        "<|tool_call>:set_status{}<tool_call|>",
+        [("set_status", {})],
+        None,
+        None,
+    ),
+    (
+        "vllm/colon_in_content",
+        f"Hello: world<|tool_call>:get_weather{{location:{Q}London{Q}}}<tool_call|>",
+        [("get_weather", {"location": "London"})],
+        "Hello: world",
+        None,
+    ),
+    ("vllm/no_arguments", "<|tool_call>call:get_time<tool_call|>", [("get_time", {})], None, None),
 ]
 
 
@@ -314,6 +338,20 @@ POLICY: list[tuple[str, str, list[tuple[str, str | None, str]], str | None]] = [
         None,
     ),
     ("not_a_call", "<|tool_call>hello<tool_call|>x", [("", "not a tool call", "hello")], "x"),
+    # vLLM's TestBareAndMalformedOpeners: a head that is not a name is a flagged call of that name
+    (
+        "head_not_a_name",
+        "<|tool_call>:bad no brace<tool_call|>" + _call("search", f"input:{Q}hi{Q}"),
+        [("bad no brace", "malformed call head", "{}"), ("search", None, '{"input": "hi"}')],
+        None,
+    ),
+    ("head_cut_off", "<|tool_call>call:get_time", [("", "not a tool call", "call:get_time")], None),
+    (
+        "brace_after_a_broken_head",
+        "<|tool_call>call:get time{a:1}<tool_call|>",
+        [("", "not a tool call", "call:get time{a:1}")],
+        None,
+    ),
     (
         "missing_end_marker",
         "<|tool_call>call:f{a:1} and text",

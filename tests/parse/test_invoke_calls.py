@@ -503,6 +503,20 @@ def test_v4_wrapper_and_v32_wrapper_with_either_name() -> None:
         assert calls(parse(dsml("f", ("a", "false", "1")), parser=parser)) == [("f", {"a": 1})]
 
 
+@pytest.mark.parametrize("end", [TC_END, FC_END, ""])
+def test_dsml_invoke_without_the_wrappers_opening_tag(end: str) -> None:
+    """vLLM tests/tool_parsers/test_deepseekv4_tool_parser.py
+    (test_missing_tool_calls_wrapper_is_recovered, vLLM issue 48931): the model dropped the
+    wrapper's opening tag; either closing tag is markup, text after the calls is content."""
+    invoke = dsml("search", ("query", "true", "vllm"), wrapper=("", "")).strip()
+    text = "Looking.\n" + invoke + "\n" + invoke + "\n" + end + "\nDone."
+    msg = assert_stream_equals_whole(text, None, parser="deepseek_v4")
+    assert calls(msg) == [("search", {"query": "vllm"})] * 2
+    assert errors(msg) == [None, None]
+    # as with the wrapper; without a closing tag the whitespace after the last invoke is text
+    assert msg["content"] == ("Looking.\n\nDone." if end else "Looking.\n\n\nDone.")
+
+
 # ------------------------------------------------------------------ Muse Glimmer segments
 GLIMMER_TOOLS = [tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}})]
 ATEM = (

@@ -39,7 +39,7 @@ calls_of = decoded_calls
 
 def check(
     text: str,
-    template: str,
+    template: str | None,
     *,
     content: str | None = None,
     reasoning: str | None = None,
@@ -288,6 +288,23 @@ def test_gigachat3_turn_goes_on_after_message_sep() -> None:
     check("Hi<|message_sep|>\n\n</s>", "gigachat3", content="Hi")
 
 
+@pytest.mark.parametrize("parser", ["gigachat3", "gigachat3.1"])
+def test_gigachat_bare_parser_ends_the_turn_at_eos(parser: str) -> None:
+    """vLLM tests/tool_parsers/test_gigachat3_tool_parser.py (``*_with_eos_*``): the family's
+    ``</s>`` ends the turn with the bare parser too; what follows is trailing text."""
+    head = "<|message_sep|>\n\nfunction call<|role_sep|>\n" if parser == "gigachat3" else ""
+    head = head or "<|function_call|>"
+    text = "Sure." + head + '{"name": "get_weather", "arguments": {"city": "Oslo"}}</s>more'
+    msg = check(
+        text,
+        None,
+        parser=parser,
+        content="Sure.",
+        calls=[("get_weather", {"city": "Oslo"}, None)],
+    )
+    assert msg.trailing_text == "more"
+
+
 def test_gigachat31_call_and_end_of_turn() -> None:
     msg = check(
         'Sure.<|function_call|>{"name": "get_weather", "arguments": {"city": "Paris"}}'
@@ -437,6 +454,27 @@ def test_minicpm5_cut_and_broken() -> None:
         '<function name="get_wea',
         "minicpm5",
         calls=[("", '<function name="get_wea', "truncated")],
+    )
+
+
+@pytest.mark.parametrize("space", ["", "\u0120"])
+def test_minicpm5_reads_tags_without_their_space(space: str) -> None:
+    """vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py (collapsed and tokenizer-space
+    tags): the space before ``name`` lost, or decoded as ``Ġ``; text outside tags stays."""
+    call = minicpm_call("get_weather", city="上海", days="2").replace(" name=", space + "name=")
+    check(
+        "Ġ means\u0120this.\n" + call + "\nok",
+        "minicpm5",
+        content="Ġ means\u0120this.\nok",
+        calls=[("get_weather", {"city": "上海", "days": 2}, None)],
+    )
+    # mixed spellings in one call, and a cut-off collapsed tag keeps the text as written
+    mixed = '<function\u0120name="get_weather"><paramname="city">Oslo</param></function>'
+    check(mixed, "minicpm5", calls=[("get_weather", {"city": "Oslo"}, None)])
+    check(
+        '<functionname="get_weather"><paramname="city">Par',
+        "minicpm5",
+        calls=[("get_weather", '<paramname="city">Par', "truncated")],
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from _streaming import assert_stream_equals_whole
 from chatfmt.parsing.base import Emitter, merge_deltas
 from chatfmt.parsing.xml_values import JsonMembers, parameter_schema, typed_value
 
@@ -22,6 +23,11 @@ SCHEMA = {
         "maybe": {"type": ["integer", "null"]},
         "either": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
         "level": {"enum": [1, 2, 3]},
+        # type names that are not JSON Schema's: read as the type they name
+        "f": {"type": "float"},
+        "i": {"type": ["int", "null"]},
+        "flag": {"type": "bool"},
+        "other": {"type": "decimal"},
     },
 }
 
@@ -51,6 +57,11 @@ SCHEMA = {
         ("either", "seven", "seven"),
         ("level", "2", 2),
         ("unknown", "42", "42"),  # no schema for the parameter: a string
+        ("f", "3.14", 3.14),  # vLLM tests/tool_parsers/test_qwen3coder_tool_parser.py
+        ("i", "7", 7),
+        ("i", "null", None),
+        ("flag", "true", True),
+        ("other", "1.5", "1.5"),  # an unknown type name: the text is kept
     ],
 )
 def test_typed_value_follows_the_schema(key: str, text: str, expected: Any) -> None:
@@ -82,3 +93,27 @@ def test_json_members_without_members_is_an_empty_object() -> None:
     index = out.start_call("f")
     JsonMembers(out, index).close()
     assert merge_deltas(out.take())["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+@pytest.mark.parametrize(
+    ("template", "text"),
+    [
+        # vLLM tests/tool_parsers/test_minicpm5xml_tool_parser.py (test_duplicate_param_names_invalid)
+        (
+            "minicpm5",
+            '<function name="get_weather"><param name="city">北京</param>'
+            '<param name="city">上海</param></function>',
+        ),
+        (
+            "qwen3_coder",
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\n北京\n</parameter>\n"
+            "<parameter=city>\n上海\n</parameter>\n</function>\n</tool_call>",
+        ),
+    ],
+)
+def test_a_parameter_written_twice_flags_the_call(template: str, text: str) -> None:
+    """Both members are kept as written, but a JSON reader keeps only the last: flagged."""
+    msg = assert_stream_equals_whole(text, None, parser=template)
+    (call,) = msg["tool_calls"]
+    assert call["function"]["arguments"] == '{"city": "北京", "city": "上海"}'
+    assert call["error"] == "parameter 'city' written twice"

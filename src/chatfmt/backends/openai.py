@@ -323,28 +323,73 @@ class OpenAICompletionsBackend(Backend):
             await _raise_for_status(resp, url)
             decoder = SSEDecoder()
             read = resp.content.readany
-            ended = False
-            while not ended:  # one pass per network read, whatever events it holds
-                piece = await read()
-                ended = not piece  # b"": the body ended
-                for data in decoder.feed(piece) if piece else decoder.close():
-                    if data == b"[DONE]":
-                        ended = True
-                        await _drain(resp.content)
-                        break
-                    event = _loads(data, url)
-                    if event.get("usage") is not None:
-                        usage = usage_from(event["usage"]) or usage
-                    if not event.get("choices"):  # the usage-only chunk
-                        continue
-                    text, reason = _choice(event, url)
-                    if reason:
-                        finish, stop = reason, _matched_stop(event)
-                    if text:
-                        yield CompletionChunk(text)
+            deadline = _ReadDeadline(resp, self.read_timeout)
+            try:
+                ended = False
+                while not ended:  # one pass per network read, whatever events it holds
+                    deadline.since = deadline.loop.time()
+                    piece = await read()
+                    deadline.since = None
+                    ended = not piece  # b"": the body ended
+                    for data in decoder.feed(piece) if piece else decoder.close():
+                        if data == b"[DONE]":
+                            ended = True
+                            await _drain(resp.content)
+                            break
+                        event = _loads(data, url)
+                        if event.get("usage") is not None:
+                            usage = usage_from(event["usage"]) or usage
+                        if not event.get("choices"):  # the usage-only chunk
+                            continue
+                        text, reason = _choice(event, url)
+                        if reason:
+                            finish, stop = reason, _matched_stop(event)
+                        if text:
+                            yield CompletionChunk(text)
+            finally:
+                deadline.cancel()
         if finish is None:
             raise BackendProtocolError(f"{url}: the stream ended before a finish_reason was sent")
         yield CompletionChunk("", _finish(finish), usage, stop)
+
+
+class _ReadDeadline:
+    """``read_timeout`` over a streamed body, checked by one timer per stream instead of
+    aiohttp's (which cancels and creates a timer at every piece received: the hot loop of
+    every stream). The reader sets :attr:`since` while it waits; the timer, due a
+    ``read_timeout`` after the wait it last saw began, ends a wait that is that old with
+    aiohttp's own timeout error, and otherwise looks again when the current wait would be."""
+
+    __slots__ = ("_content", "_handle", "_timeout", "loop", "since")
+
+    def __init__(self, resp: aiohttp.ClientResponse, timeout: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.since: float | None = None
+        self._content = resp.content
+        self._timeout = timeout
+        self._handle: asyncio.TimerHandle | None = None
+        protocol = resp.connection.protocol if resp.connection is not None else None
+        if protocol is None or not timeout:
+            return  # aiohttp's own timer stays (or there is no timeout)
+        protocol.read_timeout = None  # the body's reads: this timer instead
+        self._handle = self.loop.call_at(self.loop.time() + timeout, self._check)
+
+    def _check(self) -> None:
+        since, now = self.since, self.loop.time()
+        if since is not None and now - since >= self._timeout:
+            self._handle = None
+            self._content.set_exception(
+                aiohttp.ServerTimeoutError("no data within the read timeout")
+            )
+            return
+        self._handle = self.loop.call_at(
+            (since if since is not None else now) + self._timeout, self._check
+        )
+
+    def cancel(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 async def _drain(content: aiohttp.StreamReader) -> None:

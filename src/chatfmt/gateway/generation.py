@@ -11,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from ..backends.base import CompletionRequest, Usage
+from ..backends.base import Backend, CompletionRequest, Usage
 from ..constraints import check_reply
 from ..errors import (
     BackendConnectionError,
@@ -34,6 +35,8 @@ log = logging.getLogger("chatfmt.gateway")
 
 #: How much of an invalid reply an error response quotes.
 _QUOTED = 400
+#: The backends that have counted a prompt (see :meth:`Generation.start_counted`).
+_COUNTING: weakref.WeakSet[Backend] = weakref.WeakSet()
 
 
 class Generation:
@@ -103,17 +106,22 @@ class Generation:
 
         The engine counts while the request is sent and its first chunk awaited, instead of
         before; a model that cannot count (no tokenizer, no tokenize endpoint known) is
-        refused before generation. The count is kept (:attr:`prompt_count`): the usage at
-        the end does not ask for it again.
+        refused before generation. Once a backend has counted a prompt, the completion
+        request is sent first and the count beside it (the engine's first token is then not
+        behind the count). The count is kept (:attr:`prompt_count`): the usage at the end
+        does not ask for it again.
         """
         if self.prompt_count is not None:
             await self.start()
             return self.prompt_count
+        backend = self.prepared.entry.backend
         counting = asyncio.ensure_future(prompt_tokens(self.prepared))
-        await asyncio.sleep(0)  # the count's first step: a model that cannot count says so
-        if counting.done() and counting.exception() is not None:
-            await self.aclose()
-            raise counting.exception()  # type: ignore[misc]
+        if backend not in _COUNTING:
+            # the count's first step: a model that cannot count says so before generation
+            await asyncio.sleep(0)
+            if counting.done() and counting.exception() is not None:
+                await self.aclose()
+                raise counting.exception()  # type: ignore[misc]
         try:
             await self.start()
         except BaseException:
@@ -127,6 +135,7 @@ class Generation:
         except BaseException:
             await self.aclose()
             raise
+        _COUNTING.add(backend)
         return self.prompt_count
 
     def batches(self) -> AsyncGenerator[list[Delta], None]:

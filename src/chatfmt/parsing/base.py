@@ -292,6 +292,9 @@ class FormatParser:
     name: ClassVar[str] = ""
     #: Markers that are single special tokens in this family (checked against token ids).
     special_markers: ClassVar[tuple[str, ...]] = ()
+    #: End-of-turn markers of a parser used by one family only, read when it parses by bare
+    #: name (with a template, the template's stop words are read instead).
+    end_of_turn: ClassVar[tuple[str, ...]] = ()
     #: Whether the format has code-interpreter calls (emitted as ``code_interpreter`` calls).
     code_calls: ClassVar[bool] = False
     #: Markers that, written first in an output whose reasoning block the prompt opened,
@@ -588,7 +591,11 @@ def _make_plan(
     family = set(tool_cls.special_markers) | set(getattr(tool_cls, "starts", {}) or ())
     if reasoning is not None:
         family.update(getattr(reasoning, "special_markers", ()))
-    words = _end_markers(tpl, family)
+    words = (
+        _end_markers(tpl, family)
+        if tpl is not None
+        else tuple(w for w in tool_cls.end_of_turn if w not in family)
+    )
     return _Plan(
         tool_cls=tool_cls,
         reasoning=reasoning,
@@ -600,7 +607,7 @@ def _make_plan(
             or _prefilled(tpl, tpl_opts, getattr(reasoning, "open_marker", "<think>"))
         ),
         end_markers=MarkerSet(words, words) if words else None,
-        after=_after_end_of_turn(tpl, tpl_opts, words) if words else "",
+        after=_after_end_of_turn(tpl, tpl_opts, words) if words and tpl is not None else "",
         separators=probe_separators(tpl, tpl_opts),
     )
 
@@ -611,7 +618,8 @@ def end_of_turn_markers(
     """The end-of-turn markers a parse for ``template`` (name or object) ends the turn at.
 
     They are the template's ``generation_config.stop_words`` except any that the
-    family's parsers read as their own markup; ``()`` for a bare parser name.
+    family's parsers read as their own markup; for a bare parser name, those its parser
+    declares (a parser of one family only, e.g. ``gigachat3``'s ``</s>``), else ``()``.
     Keywords: those of :class:`StreamParser`.
     """
     plan = _setup(template, ParseRequest.from_kwargs(kwargs, request))[2]

@@ -258,11 +258,8 @@ class Qwen3CoderParser(BlockParser):
         self._lead = True
         self._dropped = self._held = ""
         if self._streaming:
-            members = self._members
-            assert members is not None
-            head = json.dumps(key, ensure_ascii=False) + ': "'
-            self.out.args(self._index, (", " if members.started else "{") + head)
-            members.started = True
+            assert self._members is not None
+            self._members.key(key, '"')
         self.state = Qwen3Coder.VALUE
         return True
 

@@ -6,7 +6,9 @@ a string. The tool's JSON schema says what it is: :func:`typed_value` converts t
 text to the declared type (``integer``, ``number``, ``boolean``, ``null``,
 ``object``, ``array``; also a list of types, ``anyOf``/``oneOf``, ``enum``), and keeps
 the string when no schema is given, the schema says ``string``, or the text does not
-convert. :class:`JsonMembers` streams the converted pairs as the call's JSON
+convert. A few type names that are not JSON Schema's but that schemas are written with
+(``float``, ``double``, ``int``, ``bool``, ``str``, ``dict``, ``list``) are read as the JSON
+type they name, as vLLM's Qwen3-Coder parser reads them; other unknown names keep the text. :class:`JsonMembers` streams the converted pairs as the call's JSON
 argument text: ``{"k": v`` then ``, "k": v`` per pair and ``}`` at the end — the
 same text however the input is cut.
 """
@@ -38,6 +40,18 @@ def parameter_schema(tools_schema: Any, key: str) -> Any:
     return None
 
 
+#: Type names schemas are written with that are not JSON Schema's → the JSON type they name.
+TYPE_ALIASES = {
+    "float": "number",
+    "double": "number",
+    "int": "integer",
+    "bool": "boolean",
+    "str": "string",
+    "dict": "object",
+    "list": "array",
+}
+
+
 def _types(schema: Any) -> list[str]:
     """The JSON types a parameter schema allows, in the order given."""
     if not isinstance(schema, Mapping):
@@ -45,9 +59,9 @@ def _types(schema: Any) -> list[str]:
     found: list[str] = []
     kind = schema.get("type")
     if isinstance(kind, str):
-        found.append(kind)
+        found.append(TYPE_ALIASES.get(kind, kind))
     elif isinstance(kind, list):
-        found.extend(k for k in kind if isinstance(k, str))
+        found.extend(TYPE_ALIASES.get(k, k) for k in kind if isinstance(k, str))
     for key in ("anyOf", "oneOf"):
         for sub in schema.get(key) or ():
             found.extend(_types(sub))
@@ -139,18 +153,28 @@ def typed_value(text: str, schema: Any) -> Any:
 class JsonMembers:
     """Writes a call's arguments as JSON text, one member at a time (see module doc)."""
 
-    __slots__ = ("index", "out", "started")
+    __slots__ = ("index", "keys", "out", "started")
 
     def __init__(self, out: Emitter, index: int) -> None:
         self.out = out
         self.index = index
         self.started = False
+        self.keys: set[str] = set()
 
     def member(self, key: str, value: Any) -> None:
         """Emit ``"key": value`` (opening the object first)."""
-        piece = json.dumps(key, ensure_ascii=False) + ": " + json.dumps(value, ensure_ascii=False)
+        self.key(key, json.dumps(value, ensure_ascii=False))
+
+    def key(self, key: str, value_text: str = "") -> None:
+        """Emit ``"key": `` and the start of its value (opening the object first). A key
+        written twice flags the call (both members are kept; a JSON reader keeps the last)."""
+        piece = json.dumps(key, ensure_ascii=False) + ": " + value_text
         self.out.args(self.index, (", " if self.started else "{") + piece)
         self.started = True
+        if key in self.keys:
+            self.out.fail(self.index, f"parameter {key!r} written twice")
+        else:
+            self.keys.add(key)
 
     def close(self) -> None:
         """Emit the closing ``}`` (``{}`` for a call without arguments)."""

@@ -46,9 +46,13 @@ THOUGHT = "thought"
 #: How far a head (``call:NAME{``) or a key may run before it is decided to be broken.
 LOOKAHEAD = 256
 
-#: ``call:NAME{`` (models sometimes write a stray ``:`` first: ``<|tool_call>:call:…``).
-_HEAD = re.compile(r":?call:([A-Za-z0-9_.\-]+)\{")
-_HEAD_PREFIX = re.compile(r":?(?:c(?:a(?:l(?:l(?::[A-Za-z0-9_.\-]*)?)?)?)?)?")
+#: ``call:NAME{``; models sometimes write a stray ``:`` first (``<|tool_call>:call:…``) or
+#: drop ``call`` (``<|tool_call>:NAME{``, vLLM issue 53431).
+_HEAD = re.compile(r"(?::?call:|:)([A-Za-z0-9_.\-]+)\{")
+_HEAD_PREFIX = re.compile(r":?(?:c(?:a(?:l(?:l(?::[A-Za-z0-9_.\-]*)?)?)?)?)?|:[A-Za-z0-9_.\-]*")
+#: A head without arguments, up to the end marker (``call:NAME<tool_call|>``).
+_BRACELESS_HEAD = re.compile(r"(?::?call:|:)[^{(]*")
+_NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 #: A bare head (no ``<|tool_call>``), accepted only where the answer starts.
 _BARE_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
 _BARE_KEY = re.compile(r"[^:{}\[\],<]+")
@@ -419,6 +423,9 @@ class Gemma4Parser(BlockParser):
             rest = buf[pos:]
             if not self.final and len(rest) < LOOKAHEAD and _HEAD_PREFIX.fullmatch(rest):
                 return False
+            decided = self._braceless_head()
+            if decided is not None:
+                return decided
             if not rest.strip() and self.final:
                 self.end_block()  # a start marker at the very end: markup
                 return True
@@ -426,6 +433,27 @@ class Gemma4Parser(BlockParser):
             self.state = Block.JUNK
             return True
         self._open_call(m.group(1), m.end())
+        return True
+
+    def _braceless_head(self) -> bool | None:
+        """``call:NAME`` (or ``:NAME``) then the end marker, no arguments: the call ``NAME``
+        with none, as vLLM reads it (flagged when NAME is not a name, e.g. holds spaces).
+        ``False`` while undecided, ``None`` when the head is not one."""
+        buf, pos = self.buf, self.pos
+        head = _BRACELESS_HEAD.match(buf, pos)
+        if head is None:
+            return None
+        end, marker, resume = self.end_set(self.end or "").split(buf, pos, self.real)
+        if end > head.end() or end - pos > LOOKAHEAD:
+            return None  # a brace (or too much text) before the end marker
+        if marker is None:
+            return None if self.final or len(buf) - pos >= LOOKAHEAD else False
+        name = re.sub(r"^:?call:|^:", "", buf[pos:end]).strip()
+        valid = _NAME.fullmatch(name) is not None
+        index = self.out.start_call(name, error=None if valid else "malformed call head")
+        self.out.args(index, "{}")
+        self.pos = resume
+        self.end_block()
         return True
 
     def _s_args(self) -> bool:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from ...parsing.blocks import Block, BlockParser
 from ...parsing.states import State
-from .markers import FUNCTION_CALL, MESSAGE_SEP, ROLE_SEP
+from .markers import EOS, FUNCTION_CALL, MESSAGE_SEP, ROLE_SEP
 
 _SEP, _ROLE_SEP, _CALL = MESSAGE_SEP, ROLE_SEP, FUNCTION_CALL
 _ROLE = "function call" + _ROLE_SEP
@@ -43,6 +43,7 @@ class GigaChat3Parser(BlockParser):
     }
     ends: ClassVar[Mapping[str, str | None]] = {_ROLE: _SEP, _CALL: _SEP}
     single = True
+    end_of_turn = (EOS,)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -5,6 +5,12 @@ verbatim); values are text, converted to the type the tool's schema declares and
 strings without a schema (see :mod:`chatfmt.parsing.xml_values`; the template writes non-strings in
 Python's spelling, e.g. ``True``, ``{'a': 1}``, which the conversion reads). Reasoning is
 ``<think>…</think>`` (the ``think`` parser).
+
+The opening tags are also read where the model's output lost the space before ``name``
+(``<functionname="``, ``<paramname="``) or holds it as ``Ġ`` (U+0120, a byte-level
+tokenizer's space symbol decoded as text), as vLLM's MiniCPM5 parser reads them: such a call
+is the call the model meant, and renders back in the template's spelling. Text outside tags
+is never rewritten (``Ġ`` is also a letter, e.g. in Maltese).
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from .markers import FUNCTION_NAME
 
 _FN, _FN_END = FUNCTION_NAME, "</function>"
 _PARAM, _PARAM_END = '<param name="', "</param>"
+#: The space before ``name`` as written, lost, or as U+0120 (see the module doc).
+_SPACES = (" ", "", "\u0120")
+_OPENERS = tuple(f'<function{sp}name="' for sp in _SPACES)
+_PARAMS = tuple(f'<param{sp}name="' for sp in _SPACES)
 _ATTR_END = '">'
 _CDATA, _CDATA_END = "<![CDATA[", "]]>"
 _MAX_HEAD = 256
@@ -47,18 +57,21 @@ class MiniCPM5Parser(BlockParser):
     states = _MiniCPM
 
     name = "minicpm5"
-    starts: ClassVar[Mapping[str, State]] = {_FN: _MiniCPM.NAME}
+    starts: ClassVar[Mapping[str, State]] = dict.fromkeys(_OPENERS, _MiniCPM.NAME)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._members: JsonMembers | None = None
         self._name = ""
         self._key = ""
+        self._opener = _FN  # the opening tags as the model wrote them
+        self._param = _PARAM
 
     def enter(self, marker: str) -> None:
         super().enter(marker)
         self.cur_end = _FN_END
         self._parts = []
+        self._opener = marker
 
     def _s_name(self) -> bool:
         text = self._gather(_ATTR_END, special=False)
@@ -66,7 +79,7 @@ class MiniCPM5Parser(BlockParser):
             if not self.final and self._gathered() <= _MAX_HEAD:
                 return False
             index = self.out.start_call("", error="truncated" if self.final else "no tool name")
-            self.out.args(index, _FN + "".join(self._parts))
+            self.out.args(index, self._opener + "".join(self._parts))
             self._parts = []
             self.junk_index = index
             self.state = Block.JUNK
@@ -83,14 +96,16 @@ class MiniCPM5Parser(BlockParser):
             return False
         if self.final and self._cut_tag(_FN_END):
             return True
-        if self.final and _PARAM.startswith(self.buf[self.pos :]):  # "<para": cut off
+        rest = self.buf[self.pos :]
+        if self.final and any(p.startswith(rest) for p in _PARAMS):  # "<para": cut off
             return self._broken("truncated", "")
-        found = self.at_any(_PARAM, _FN_END)
+        found = self.at_any(*_PARAMS, _FN_END)
         if found is None:
             return False
         if found == _FN_END:
             return self._close_call()
         if found:
+            self._param = found
             self.state = _MiniCPM.KEY
             return True
         return self._broken("malformed parameters", "")
@@ -99,14 +114,15 @@ class MiniCPM5Parser(BlockParser):
         text = self._gather(_ATTR_END, special=False)
         if text is None:
             if self.final or self._gathered() > _MAX_HEAD:
-                return self._broken("truncated" if self.final else "malformed parameters", _PARAM)
+                reason = "truncated" if self.final else "malformed parameters"
+                return self._broken(reason, self._param)
             return False
         self._key = text
         self.state = _MiniCPM.VALUE_HEAD
         return True
 
     def _head(self) -> str:
-        return _PARAM + self._key + _ATTR_END
+        return self._param + self._key + _ATTR_END
 
     def _s_value_head(self) -> bool:
         hit = self.at_marker(_CDATA)
