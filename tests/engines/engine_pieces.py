@@ -7,6 +7,7 @@ a real tokenizer from the shared folder and each token's text is one engine step
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,9 @@ def shared_tokenizer_dir(name: str) -> Path:
     return bases[0] / "tokenizers" / name
 
 
+@cache
 def load_tokenizer(name: str = "qwen3") -> Any:
-    """The shared Hugging Face tokenizer ``name``, or ``None`` when it is not there."""
+    """The shared Hugging Face tokenizer ``name``, or ``None`` when it is not there (read once)."""
     folder = shared_tokenizer_dir(name)
     if not folder.exists():
         return None
@@ -143,3 +145,45 @@ async def sse_events(body_iterator: Any) -> list[dict[str, Any]]:
             if line.startswith("data: ") and line != "data: [DONE]":
                 events.append(json.loads(line[len("data: ") :]))
     return events
+
+
+#: The parser pairs (tool, reasoning) of the serving-path tests: chatfmt's named parsers and
+#: the template-derived ones; each engine adds its own pair for reference.
+CHATFMT_PAIRS = [("chatfmt-hermes", "chatfmt-qwen3"), ("chatfmt", "chatfmt")]
+
+
+def serve_case(run: Any, model: str, stream: bool) -> Any:
+    """The serving-path case through an engine: ``run(tokenizer, pieces, payload)`` sends the
+    chat request over a fake engine yielding ``pieces`` and returns the SSE event dicts
+    (streamed) or the response dict (whole), which this returns."""
+    tokenizer = qwen3_tokenizer_or_skip()
+    return run(tokenizer, token_pieces(OUTPUT, tokenizer), payload(model, stream))
+
+
+def check_serving_case(run: Any, model: str, stream: bool) -> None:
+    """:func:`serve_case`, and its chat-completions response is right."""
+    (check_streamed if stream else check_whole)(serve_case(run, model, stream))
+
+
+def qwen3_tokenizer_or_skip() -> Any:
+    """The shared Qwen3 tokenizer (the test skips when it is not there)."""
+    import pytest
+
+    found = load_tokenizer("qwen3")
+    if found is None:
+        pytest.skip("no local Qwen3 tokenizer (../shared/tokenizers/qwen3)")
+    return found
+
+
+def launcher_help(code: str, *path: Path) -> str:
+    """``--help`` of an engine launcher: run ``python -c code`` with chatfmt and ``path`` on
+    ``PYTHONPATH``; its standard output (asserts it exited 0)."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in (ROOT / "src", *path)))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

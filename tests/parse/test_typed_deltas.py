@@ -153,3 +153,13 @@ def test_emitter_joins_neighbouring_text() -> None:
         ContentDelta("c"),
     ]
     assert out.take() == []
+
+
+def test_in_answer_turns_true_once_the_reasoning_block_is_read() -> None:
+    sp = StreamParser("qwen3")
+    seen = []
+    for piece in ["<think>hm", " still", "</think>", "\n\nSure."]:
+        sp.feed(piece)
+        seen.append(sp.in_answer)
+    assert seen == [False, False, False, True]  # whitespace after the closer may still be markup
+    assert StreamParser("hermes").in_answer  # no reasoning parser: all of it is the answer

@@ -143,6 +143,11 @@ class EngineStream:
         return self._parser
 
     @property
+    def in_answer(self) -> bool:
+        """Whether the stream is past its reasoning block (see ``StreamParser.in_answer``)."""
+        return self._parser.in_answer
+
+    @property
     def finish_reason(self) -> str | None:
         """``"stop"``, ``"tool_calls"`` or ``"length"`` once finished, else ``None``."""
         return self._parser.finish_reason

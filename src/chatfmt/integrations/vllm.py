@@ -433,7 +433,7 @@ class ChatfmtReasoningParser(ReasoningParser):
             stream = self._stream = self._stream_plan().stream(verbatim=True, eager_calls=True)
         stream.catch_up(previous_text, previous_token_ids)  # a caller that skipped feeding it
         step = stream.feed(delta_text, delta_token_ids or None)
-        if not self._ended and _answer_started(stream, step):
+        if not self._ended and stream.in_answer:
             self._ended = True
         if not step:
             return None
@@ -487,15 +487,6 @@ def _prefilled_plan(plan: StreamPlan, prefilled: bool) -> StreamPlan:
     other.base = ParseRequest.from_kwargs({"thinking_prefilled": prefilled}, plan.base)
     _PREFILLED[key] = (plan, other)
     return other
-
-
-def _answer_started(stream: EngineStream, step: Step) -> bool:
-    """Whether the reasoning parser has handed text to the answer (its ``INNER`` state)."""
-    state = getattr(getattr(stream.parser, "_parser", None), "state", None)
-    name = getattr(state, "name", None)
-    if name is not None:
-        return bool(name == "INNER")
-    return bool(step.content or step.calls)
 
 
 def _first(ids: list[int], marker: Marker, start: int = 0) -> int:

@@ -311,6 +311,12 @@ class FormatParser:
         self.offset = 0
         self.final = False
 
+    @property
+    def in_answer(self) -> bool:
+        """Whether the text read now is the answer, past any reasoning block (always, for a
+        parser without one; a reasoning parser says when it hands text to its tool parser)."""
+        return True
+
     def real(self, marker: str, pos: int) -> bool:
         """Whether the special ``marker`` at ``self.buf[pos]`` is a real special token."""
         return self.budget.is_real(marker, self.offset + pos)
@@ -704,6 +710,13 @@ class StreamParser:
         self.finish_reason: FinishReason | None = None
         #: What the model wrote after its end-of-turn marker (set by :meth:`finish`).
         self.trailing_text = ""
+
+    @property
+    def in_answer(self) -> bool:
+        """Whether the output read so far is past its reasoning block: the text now goes to the
+        answer (content and tool calls). Always True without a reasoning parser; with one,
+        False until it has read the block's end (or found the output has none)."""
+        return self._parser.in_answer
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Delta]:
         """Feed the next chunk of output text (and the ids of the tokens it is the text of).

@@ -117,6 +117,11 @@ class ThinkParser(StateMachine, FormatParser):
         reasoning and answer are the text around the markers as written."""
         self._strip = self._lead = False
 
+    @property
+    def in_answer(self) -> bool:
+        """Whether the tool parser now reads the text (the block and what follows it are read)."""
+        return self.state is Think.INNER
+
     def _s_start(self) -> bool:
         """Before the first text: an opener (after whitespace), else the answer starts."""
         buf = self.buf

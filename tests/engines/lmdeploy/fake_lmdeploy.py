@@ -13,10 +13,9 @@ import asyncio
 import json
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, ClassVar
 
 from engine_pieces import sse_events
-from lmdeploy.serve.openai.protocol import ChatCompletionRequest
 
 MODEL = "fake-model"
 
@@ -50,6 +49,7 @@ class FakeEngine:
 
     model_name = MODEL
     arch = "Qwen3ForCausalLM"
+    chat_template = None  # read by the Anthropic router (inline system messages)
     backend_config = SimpleNamespace(adapters=[], logprobs_mode=None)
 
     def __init__(self, tokenizer: Any = None) -> None:
@@ -102,6 +102,8 @@ class FakeServerContext:
 
 
 class _RawRequest:
+    headers: ClassVar[dict[str, str]] = {"anthropic-version": "2023-06-01"}  # Anthropic route
+
     def __init__(self, payload: dict[str, Any]) -> None:
         self._payload = payload
 
@@ -112,19 +114,38 @@ class _RawRequest:
         return False
 
 
+#: The routes :func:`endpoint` serves: path → LMDeploy's function that builds its router.
+ROUTES = {
+    "/v1/chat/completions": "lmdeploy.serve.openai.chat_completions:register",
+    "/v1/responses": "lmdeploy.serve.openai.responses.serving:create_responses_router",
+    "/v1/messages": "lmdeploy.serve.anthropic.router:create_anthropic_router",
+}
+
+
+def endpoint(
+    path: str, tool_parser: str | None, reasoning_parser: str | None, tokenizer: Any = None
+) -> tuple[Any, FakeServerContext]:
+    """LMDeploy's own handler of ``path`` (see :data:`ROUTES`), on a fake server context with
+    parsers chosen as ``lmdeploy serve`` does (``api_server.set_parsers``)."""
+    import importlib
+
+    from fastapi import APIRouter
+    from lmdeploy.serve.openai import api_server
+
+    context = FakeServerContext(tokenizer)
+    api_server.set_parsers(context, reasoning_parser, tool_parser)
+    module, _, name = ROUTES[path].partition(":")
+    build = getattr(importlib.import_module(module), name)
+    router = APIRouter()
+    router = build(router, context) or router if name == "register" else build(context)
+    return next(r.endpoint for r in router.routes if r.path == path), context
+
+
 def chat_endpoint(
     tool_parser: str | None, reasoning_parser: str | None, tokenizer: Any = None
 ) -> tuple[Any, FakeServerContext]:
     """LMDeploy's chat-completions endpoint with parsers chosen as ``lmdeploy serve`` does."""
-    from fastapi import APIRouter
-    from lmdeploy.serve.openai import api_server
-    from lmdeploy.serve.openai.chat_completions import register
-
-    context = FakeServerContext(tokenizer)
-    api_server.set_parsers(context, reasoning_parser, tool_parser)
-    router = APIRouter()
-    register(router, context)
-    return router.routes[0].endpoint, context
+    return endpoint("/v1/chat/completions", tool_parser, reasoning_parser, tokenizer)
 
 
 def run_chat(
@@ -134,10 +155,15 @@ def run_chat(
     payload: dict[str, Any],
 ) -> Any:
     """One request: the SSE event dicts when ``payload["stream"]``, else the response dict."""
+    from typing import get_type_hints
+
     context.async_engine.pieces = pieces
+    body = get_type_hints(endpoint)["request"](**payload)  # the route's own request model
 
     async def call() -> Any:
-        response = await endpoint(ChatCompletionRequest(**payload), _RawRequest(payload))
+        response = await endpoint(body, _RawRequest(payload))
+        if isinstance(response, dict):
+            return response
         if not payload.get("stream"):
             if hasattr(response, "body"):  # an error response
                 return json.loads(response.body)

@@ -12,16 +12,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _gate import ROOT, Engine, cli
+from _gate import cli, engine
 
-ENGINE = Engine(
-    label="LMDeploy",
-    env=ROOT / ".engines" / "lmdeploy",
-    src=ROOT / ".engines" / "lmdeploy-src",
-    plugin="lmdeploy_swap",
-    here=Path(__file__).resolve().parent,
-)
-TESTS = "tests/test_lmdeploy/serve/parsers"
+ENGINE = engine("lmdeploy", "LMDeploy", "tests/test_lmdeploy/serve/parsers")
 
 if __name__ == "__main__":
-    sys.exit(cli(ENGINE, TESTS, __doc__ or ""))
+    sys.exit(cli(ENGINE, __doc__ or ""))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create the LMDeploy test environment: .engines/lmdeploy (a venv, gitignored) with LMDeploy's
 # wheel (no dependencies), CPU torch, only what its parser modules, parser tests and OpenAI
-# serving code import (requirements.txt here), and chatfmt from this tree.
+# serving code import (requirements.txt here), and chatfmt from this tree (../engine_env.sh).
 #
 # LMDeploy's own parser tests are not on the package index (LMDeploy publishes wheels only, no
 # source distribution). They are read from a checkout of LMDeploy at the installed release:
@@ -12,27 +12,10 @@
 set -euo pipefail
 VERSION="${LMDEPLOY_VERSION:-0.18.0}"
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
-ENV="$ROOT/.engines/lmdeploy"
-SRC="$ROOT/.engines/lmdeploy-src"
-PY="${PYTHON:-python3.11}"
+FETCH="${1:-}"
+source "$ROOT/tests/engines/engine_env.sh"
 
-[ -x "$ENV/bin/python" ] || "$PY" -m venv "$ENV"
-PIP=("$ENV/bin/pip" install -q --disable-pip-version-check)
-"${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" --no-deps "lmdeploy==$VERSION"
-"${PIP[@]}" -r "$ROOT/tests/engines/lmdeploy/requirements.txt"
-"${PIP[@]}" --no-deps -e "$ROOT"
-
-TESTS=tests/test_lmdeploy/serve/parsers
-if [ "${1:-}" = "--fetch-tests" ] && [ -z "${LMDEPLOY_SRC:-}" ]; then
-  LMDEPLOY_SRC="$ENV/lmdeploy-git"
-  [ -d "$LMDEPLOY_SRC" ] || git clone -q --depth 1 --branch "v$VERSION" \
-    https://github.com/InternLM/lmdeploy "$LMDEPLOY_SRC"
-fi
-if [ -n "${LMDEPLOY_SRC:-}" ]; then
-  rm -rf "$SRC" && mkdir -p "$SRC/$TESTS"
-  cp -r "$LMDEPLOY_SRC/$TESTS/." "$SRC/$TESTS/"
-fi
+engine_venv lmdeploy "lmdeploy==$VERSION"
 echo "LMDeploy $VERSION environment ready: $ENV"
-[ -d "$SRC/$TESTS" ] && echo "LMDeploy's parser tests: $SRC/$TESTS" \
-  || echo "LMDeploy's parser tests: not set up (LMDEPLOY_SRC or --fetch-tests)"
+engine_tests lmdeploy https://github.com/InternLM/lmdeploy "v$VERSION" \
+  tests/test_lmdeploy/serve/parsers

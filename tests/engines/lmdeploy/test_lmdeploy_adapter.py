@@ -6,16 +6,13 @@ Runs in the LMDeploy venv (``tests/engines/lmdeploy/run.py``); skipped elsewhere
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("lmdeploy.serve.parsers", reason="LMDeploy is not installed (its own venv)")
 
-from engine_pieces import OUTPUT, TOOLS
+from engine_pieces import OUTPUT, TOOLS, launcher_help, qwen3_tokenizer_or_skip
 from lmdeploy.serve.openai.protocol import ChatCompletionRequest
 from lmdeploy.serve.parsers import ResponseParserManager
 from lmdeploy.serve.parsers.reasoning_parser import ReasoningParserManager
@@ -90,17 +87,13 @@ def test_without_chatfmt_parsers_it_is_lmdeploys_own():
 
 
 def test_template_parser_reads_the_models_chat_template():
-    folder = Path(os.environ.get("CHATFMT_SHARED", ROOT.parent / "shared")) / "tokenizers/qwen3"
-    if not folder.exists():
-        pytest.skip(f"no local Qwen3 tokenizer at {folder}")
-    from transformers import AutoTokenizer
-
+    tokenizer = qwen3_tokenizer_or_skip()
     adapter.register()
     cls = ResponseParserManager.get("default")
     cls.set_parsers(
         reasoning_parser_name="chatfmt",
         tool_parser_name="chatfmt",
-        tokenizer=AutoTokenizer.from_pretrained(folder),
+        tokenizer=tokenizer,
     )
     request = ChatCompletionRequest(
         model="m", messages=[], stream=False, tools=TOOLS, tool_choice="auto"
@@ -127,15 +120,10 @@ def test_registration_is_idempotent_and_replaces_nothing_unasked():
 
 @pytest.mark.slow
 def test_launcher_registers_then_runs_lmdeploys_cli():
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    done = subprocess.run(
-        [sys.executable, "-m", "chatfmt.integrations.lmdeploy", "api_server", "--help"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    # python -m chatfmt.integrations.lmdeploy api_server --help
+    out = launcher_help(
+        "import runpy, sys; sys.argv[1:] = ['api_server', '--help'];"
+        " runpy.run_module('chatfmt.integrations.lmdeploy', run_name='__main__', alter_sys=True)"
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "--tool-call-parser" in done.stdout
-    assert "chatfmt-hermes" in done.stdout  # LMDeploy lists its registry in the help
+    assert "--tool-call-parser" in out
+    assert "chatfmt-hermes" in out  # LMDeploy lists its registry in the help

@@ -12,16 +12,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from _gate import ROOT, Engine, cli
+from _gate import cli, engine
 
-ENGINE = Engine(
-    label="SGLang",
-    env=ROOT / ".engines" / "sglang",
-    src=ROOT / ".engines" / "sglang-src",
-    plugin="sglang_swap",
-    here=Path(__file__).resolve().parent,
+ENGINE = engine(
+    "sglang", "SGLang", "test/registered/unit/function_call", "test/registered/unit/parser"
 )
-TESTS = "test/registered/unit/function_call"
 
 if __name__ == "__main__":
-    sys.exit(cli(ENGINE, TESTS, __doc__ or ""))
+    sys.exit(cli(ENGINE, __doc__ or ""))

@@ -6,15 +6,13 @@ Runs in the SGLang venv (``tests/engines/sglang/run.py``); skipped elsewhere.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("sglang.srt.function_call", reason="SGLang is not installed (its own venv)")
 
+from engine_pieces import launcher_help, qwen3_tokenizer_or_skip
 from sglang.srt.entrypoints.openai.protocol import Function, Tool
 from sglang.srt.function_call.function_call_parser import FunctionCallParser
 from sglang.srt.parser.reasoning_parser import ReasoningParser
@@ -97,13 +95,8 @@ def test_reasoning_not_streamed_arrives_whole():
 
 
 def test_template_detectors_read_the_models_chat_template():
-    folder = Path(os.environ.get("CHATFMT_SHARED", ROOT.parent / "shared")) / "tokenizers/qwen3"
-    if not folder.exists():
-        pytest.skip(f"no local Qwen3 tokenizer at {folder}")
-    from transformers import AutoTokenizer
-
+    tokenizer = qwen3_tokenizer_or_skip()
     adapter.register()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
     reasoning, answer = ReasoningParser(
         "chatfmt", True, False, tokenizer=tokenizer
     ).parse_non_stream(OUTPUT)
@@ -130,24 +123,14 @@ def test_registration_is_idempotent_and_replaces_nothing_unasked():
 
 @pytest.mark.slow
 def test_launcher_registers_then_runs_sglangs_cli():
-    here = Path(__file__).resolve().parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), str(here)]))
     # python -m chatfmt.integrations.sglang --help, after the venv's torchvision shim
-    script = (
+    out = launcher_help(
         "import cpu_torchvision, runpy, sys; cpu_torchvision.declare(); sys.argv[1:] = ['--help'];"
-        " runpy.run_module('chatfmt.integrations.sglang', run_name='__main__', alter_sys=True)"
+        " runpy.run_module('chatfmt.integrations.sglang', run_name='__main__', alter_sys=True)",
+        Path(__file__).resolve().parent,
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "--tool-call-parser" in done.stdout
-    assert "chatfmt-hermes" in done.stdout  # SGLang's fixed choice list took the new names
+    assert "--tool-call-parser" in out
+    assert "chatfmt-hermes" in out  # SGLang's fixed choice list took the new names
 
 
 def test_sglangs_plugin_loader_registers_chatfmt():

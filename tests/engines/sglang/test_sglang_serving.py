@@ -12,37 +12,19 @@ import pytest
 
 pytest.importorskip("sglang.srt.entrypoints.openai", reason="SGLang is not installed")
 
-from engine_pieces import (
-    OUTPUT,
-    check_streamed,
-    check_whole,
-    load_tokenizer,
-    payload,
-    shared_tokenizer_dir,
-    token_pieces,
-)
+from engine_pieces import CHATFMT_PAIRS, check_serving_case, shared_tokenizer_dir
 from fake_sglang import MODEL, fake_model_dir, run_chat, serving_chat
 
 from chatfmt.integrations.sglang import register
 
-#: chatfmt's named parsers, the template-derived ones, and SGLang's own for reference
-PARSERS = [("chatfmt-hermes", "chatfmt-qwen3"), ("chatfmt", "chatfmt"), ("qwen", "qwen3")]
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    found = load_tokenizer("qwen3")
-    if found is None:
-        pytest.skip("no local Qwen3 tokenizer (../shared/tokenizers/qwen3)")
-    return found
-
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
-@pytest.mark.parametrize(("tool", "reasoning"), PARSERS)
-def test_chat_completions(tokenizer, tool, reasoning, stream):
+@pytest.mark.parametrize(("tool", "reasoning"), [*CHATFMT_PAIRS, ("qwen", "qwen3")])
+def test_chat_completions(tool, reasoning, stream):
     register()
-    chat, manager = serving_chat(
-        fake_model_dir(shared_tokenizer_dir("qwen3")), tokenizer, tool, reasoning
-    )
-    result = run_chat(chat, manager, token_pieces(OUTPUT, tokenizer), payload(MODEL, stream))
-    (check_streamed if stream else check_whole)(result)
+    model_dir = fake_model_dir(shared_tokenizer_dir("qwen3"))
+
+    def run(tokenizer, pieces, body):
+        return run_chat(*serving_chat(model_dir, tokenizer, tool, reasoning), pieces, body)
+
+    check_serving_case(run, MODEL, stream)

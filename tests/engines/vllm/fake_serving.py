@@ -127,6 +127,9 @@ def serving(path: Path, tool_parser: str | None, reasoning_parser: str | None) -
         request_logger=None,
         chat_template=None,
         chat_template_content_format="auto",
+        enable_auto_tools=True,
+        tool_parser=tool_parser,
+        reasoning_parser=reasoning_parser,
     )
     return OpenAIServingChat(
         engine,
@@ -256,3 +259,28 @@ def run_whole(chat: Any, text: str) -> Any:
     )
     assert isinstance(response, ChatCompletionResponse), response
     return response.choices[0]
+
+
+def run_request(chat: Any, request: ChatCompletionRequest, text: str) -> tuple[Any, Any]:
+    """``request`` through the whole chat endpoint (``create_chat_completion``: the parser's
+    ``adjust_request``, the prompt, the sampling parameters) over an engine that "generates"
+    ``text``. Returns the sampling parameters the engine got, and the response: the list of
+    server-sent event payloads (streamed) or the ``ChatCompletionResponse``."""
+    tokenizer = chat.renderer.tokenizer
+    got: dict[str, Any] = {}
+
+    def generate(prompt: Any, params: Any, request_id: str, **_kwargs: Any) -> Any:
+        got["params"] = params
+        return _aiter(outputs(tokenizer, text, 1 if request.stream else 10**9))
+
+    chat.engine_client.generate = generate
+
+    async def call() -> Any:
+        response = await chat.create_chat_completion(request)
+        if not hasattr(response, "__aiter__"):
+            return response
+        return [json.loads(frame[6:]) async for frame in response if frame.startswith("data: {")]
+
+    response = asyncio.run(call())
+    assert not hasattr(response, "error"), response
+    return got.get("params"), response

@@ -1,24 +1,19 @@
 #!/usr/bin/env bash
 # Create the vLLM test environment: .engines/vllm (a venv, gitignored) with vLLM 0.33.0's
 # wheel (no dependencies), CPU torch, only what vLLM's parser modules, its parser tests and
-# its chat serving code import, and chatfmt from this tree; plus vLLM's own parser tests,
-# taken from its source distribution (downloaded, never built) into .engines/vllm-src.
+# its chat serving code import, and chatfmt from this tree (../engine_env.sh); plus vLLM's own
+# parser tests, taken from its source distribution (downloaded, never built) into
+# .engines/vllm-src.
 # Reruns are fast: pip's cache and the existing venv are reused.
 set -euo pipefail
 VLLM_VERSION="${VLLM_VERSION:-0.33.0}"
 ROOT="$(cd "$(dirname "$0")/../../.." && pwd)"
-ENV="${VLLM_ENV:-$ROOT/.engines/vllm}"
 SRC="$ROOT/.engines/vllm-src"
-PY="${PYTHON:-python3.11}"
+source "$ROOT/tests/engines/engine_env.sh"
 
-[ -x "$ENV/bin/python" ] || "$PY" -m venv "$ENV"
-PIP=("$ENV/bin/pip" install -q --disable-pip-version-check)
-"${PIP[@]}" "torch==2.13.0"
-"${PIP[@]}" --no-deps "vllm==$VLLM_VERSION"
 # What vllm.tool_parsers, vllm.reasoning, vllm.entrypoints.openai.chat_completion and the
-# tests import (vLLM's requirements/common.txt pins, trimmed to those).
-"${PIP[@]}" -r "$ROOT/tests/engines/vllm/requirements.txt"
-"${PIP[@]}" --no-deps -e "$ROOT"
+# tests import: requirements.txt (vLLM's requirements/common.txt pins, trimmed to those).
+engine_venv vllm "vllm==$VLLM_VERSION"
 
 if [ ! -d "$SRC/tests/tool_parsers" ]; then
   mkdir -p "$SRC"

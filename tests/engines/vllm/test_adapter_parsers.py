@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +17,7 @@ pytest.importorskip(
 
 from importlib.metadata import entry_points
 
-from transformers import AutoTokenizer
+from engine_pieces import TOOLS, qwen3_tokenizer_or_skip
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.plugins import DEFAULT_PLUGINS_GROUP, load_general_plugins
 from vllm.reasoning import ReasoningParserManager
@@ -28,18 +26,6 @@ from vllm.tool_parsers import ToolParserManager
 import chatfmt.integrations.vllm as cv
 from chatfmt.parsing import REASONING_PARSERS, TOOL_PARSERS
 
-TOKENIZER = Path(os.environ.get("CHATFMT_SHARED", Path(__file__).parents[4] / "shared")) / (
-    "tokenizers/qwen3"
-)
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
-        },
-    }
-]
 HERMES = (
     "I will look.\n<tool_call>\n"
     '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
@@ -49,9 +35,7 @@ HERMES = (
 
 @pytest.fixture(scope="module")
 def tokenizer() -> Any:
-    if not TOKENIZER.exists():
-        pytest.skip(f"no local tokenizer {TOKENIZER}")
-    return AutoTokenizer.from_pretrained(str(TOKENIZER))
+    return qwen3_tokenizer_or_skip()
 
 
 def request(**kwargs: Any) -> ChatCompletionRequest:

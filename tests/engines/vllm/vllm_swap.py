@@ -2,7 +2,7 @@
 
 Always: the Hugging Face tokenizer ids the tests name are read from local files
 (``CHATFMT_SHARED``/tokenizers); an id with no local tokenizer skips its test with the reason.
-With ``CHATFMT_VLLM_SWAP=1``: before the test modules are imported, every vLLM parser class
+With ``CHATFMT_SWAP=1``: before the test modules are imported, every vLLM parser class
 that has a chatfmt counterpart is replaced by chatfmt's adapter, in its module and in vLLM's
 parser registries, so the tests exercise chatfmt's parsers through vLLM's own interfaces.
 """
@@ -142,7 +142,7 @@ def _swap_parsers() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     _patch_tokenizers()
-    if os.environ.get("CHATFMT_VLLM_SWAP") == "1":
+    if os.environ.get("CHATFMT_SWAP") == "1":
         _swap_parsers()
 
 
