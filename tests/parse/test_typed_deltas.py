@@ -163,3 +163,24 @@ def test_in_answer_turns_true_once_the_reasoning_block_is_read() -> None:
         seen.append(sp.in_answer)
     assert seen == [False, False, False, True]  # whitespace after the closer may still be markup
     assert StreamParser("hermes").in_answer  # no reasoning parser: all of it is the answer
+
+
+def _whole(sp: StreamParser, text: str) -> ParsedMessage:
+    return merge_deltas(sp.feed(text) + sp.finish())
+
+
+def test_engine_switches_of_the_reasoning_reading() -> None:
+    text = "<think>\nplan\n</think>\n\nAnswer"
+    plain = StreamParser("qwen3")
+    assert _whole(plain, text)["reasoning_content"] == "plan" and plain.reasoning_opened
+    verbatim = StreamParser("qwen3")
+    verbatim.keep_reasoning_whitespace()
+    msg = _whole(verbatim, text)
+    assert (msg["reasoning_content"], msg["content"]) == ("\nplan\n", "\n\nAnswer")
+    assert not StreamParser("hermes").reasoning_opened
+
+    draft = '<think>try <tool_call>{"name": "f", "arguments": {}}</tool_call> no</think>ok'
+    assert not _whole(StreamParser("qwen3"), draft).get("tool_calls")  # a drafted call
+    eager = StreamParser("qwen3")
+    eager.end_reasoning_at_calls()
+    assert _whole(eager, draft)["tool_calls"][0]["function"]["name"] == "f"

@@ -33,7 +33,7 @@ shares; the adapters only translate its results into the engine's own message ty
 * :meth:`EngineStream.catch_up` serves a caller that passes the text before the new piece
   without having fed it (a test, a serving layer that is not engine-based): the part not fed
   yet is fed and its step discarded (it counts as sent). ``verbatim`` streams
-  (:func:`keep_whitespace`) keep the whitespace next to the reasoning markers, for an engine
+  (``StreamParser.keep_reasoning_whitespace``) keep the whitespace next to the reasoning markers, for an engine
   whose reasoning API returns the text as written; ``eager_calls`` ones end a reasoning block
   at a call marker at once, for an engine that cannot take back a hand-over to its tool
   parser.
@@ -41,7 +41,6 @@ shares; the adapters only translate its results into the engine's own message ty
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,7 +59,6 @@ __all__ = [
     "Step",
     "StreamPlan",
     "extract",
-    "keep_whitespace",
     "stream_plan",
     "tool_dicts",
 ]
@@ -301,7 +299,7 @@ class StreamPlan:
         """A new :class:`EngineStream` (``tools``: OpenAI or engine tool objects).
 
         ``verbatim``: reasoning and answer keep the whitespace next to the reasoning markers
-        (an engine whose reasoning API returns the text as written; :func:`keep_whitespace`).
+        (an engine whose reasoning API returns the text as written).
         ``eager_calls``: a call marker inside a reasoning block ends it at once, even where
         the block closes later (an engine that hands a call to its tool parser as it
         streams; :meth:`~chatfmt.parsing.reasoning.ThinkParser.end_at_calls`).
@@ -312,24 +310,10 @@ class StreamPlan:
 def _parser(plan: StreamPlan, tools: Any, verbatim: bool, eager_calls: bool) -> StreamParser:
     parser = StreamParser(plan.target, request=plan.request(tools))
     if verbatim:
-        keep_whitespace(parser)
+        parser.keep_reasoning_whitespace()
     if eager_calls:
-        eager = getattr(parser._parser, "end_at_calls", None)
-        if eager is not None:
-            eager()
+        parser.end_reasoning_at_calls()
     return parser
-
-
-def keep_whitespace(parser: StreamParser) -> None:
-    """Make ``parser`` (not fed yet) keep the whitespace next to its reasoning markers, where
-    its reasoning parser can (:meth:`~chatfmt.parsing.reasoning.ThinkParser.keep_whitespace`),
-    and the whitespace its template writes before the answer."""
-    keep = getattr(parser._parser, "keep_whitespace", None)
-    if keep is not None:
-        keep()
-        out = parser.out
-        if out.separators.before_content:
-            out.separators = dataclasses.replace(out.separators, before_content="")
 
 
 def _marker_ids(markers: Iterable[str], tokenizer: Any) -> dict[str, int]:
@@ -412,5 +396,10 @@ def extract(
     deltas = parser.feed(text, token_ids)
     deltas += parser.finish(truncated=truncated)
     msg = merge_deltas(deltas, finish_reason=parser.finish_reason)
-    opened = bool(getattr(parser._parser, "opened", False))
-    return Extracted(msg.content, msg.reasoning_content, msg.tool_calls, msg.finish_reason, opened)
+    return Extracted(
+        msg.content,
+        msg.reasoning_content,
+        msg.tool_calls,
+        msg.finish_reason,
+        parser.reasoning_opened,
+    )

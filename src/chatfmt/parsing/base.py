@@ -10,6 +10,7 @@ by construction.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import string
@@ -717,6 +718,30 @@ class StreamParser:
         answer (content and tool calls). Always True without a reasoning parser; with one,
         False until it has read the block's end (or found the output has none)."""
         return self._parser.in_answer
+
+    @property
+    def reasoning_opened(self) -> bool:
+        """Whether the output was inside a reasoning block (opened by the model or by the
+        prompt), even one with no reasoning text."""
+        return bool(getattr(self._parser, "opened", False))
+
+    def end_reasoning_at_calls(self) -> None:
+        """Before any feed: a call marker inside the reasoning block ends it at once, even
+        where the block closes later (an engine that hands a call to its tool parser as it
+        streams; :meth:`~chatfmt.parsing.reasoning.ThinkParser.end_at_calls`)."""
+        eager = getattr(self._parser, "end_at_calls", None)
+        if eager is not None:
+            eager()
+
+    def keep_reasoning_whitespace(self) -> None:
+        """Before any feed: reasoning and answer keep the whitespace next to the reasoning
+        markers, and the answer the whitespace its template writes before it (an engine whose
+        reasoning API returns the text as written); no change without a reasoning parser."""
+        keep = getattr(self._parser, "keep_whitespace", None)
+        if keep is not None:
+            keep()
+            if self.out.separators.before_content:
+                self.out.separators = dataclasses.replace(self.out.separators, before_content="")
 
     def feed(self, text: str, token_ids: Sequence[int] | None = None) -> list[Delta]:
         """Feed the next chunk of output text (and the ids of the tokens it is the text of).
