@@ -14,7 +14,8 @@ launches spawn). See ``docs/engines-lmdeploy-sglang.md``.
 A response parser streams through one :class:`~chatfmt.parsing.StreamParser` per request (a
 plan cached per tokenizer and names): each engine step's text gives reasoning, content and
 tool-call deltas, the first delta of a call carrying its id, type and name (LMDeploy's
-identity-first contract).
+identity-first contract). Reasoning and answer keep the whitespace around the reasoning
+markers as written, as LMDeploy's own parsers return them.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ class ChatfmtResponseParser(BaseResponseParser):
         self._count_reasoning_tokens(reasoning is not None)
         self._plan = plan
         self._tools = tools
-        self._chatfmt = plan.stream(tools)
+        self._chatfmt = plan.stream(tools, verbatim=True)  # LMDeploy returns the text as written
         self._started = False
 
     def _count_reasoning_tokens(self, reasoning: bool) -> None:
@@ -229,7 +230,7 @@ class ChatfmtResponseParser(BaseResponseParser):
             self.reasoning_tokens = 0
             self._counting_reasoning_tokens = self.reasoning_enabled
             self._update_reasoning_tokens(token_ids or [])
-        found = extract(self._plan, text, tools=self._tools)
+        found = extract(self._plan, text, tools=self._tools, verbatim=True)
         calls = [
             ToolCall(id=c.id, function=FunctionCall(name=c.name, arguments=c.arguments))
             for c in found.calls
