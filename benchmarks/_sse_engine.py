@@ -5,7 +5,8 @@ vLLM: ``owned_by`` ``vllm``), vLLM's ``/tokenize`` (one id per word) and a strea
 ``/v1/completions`` that sends TOKENS text events, INTERVAL_MS apart (0: as fast as
 it can; a real engine sends one per decode step). The first event is the last ``req-N`` tag
 found in the prompt (so a client can tell whether it got its own stream), then ``w0 w1 …``;
-with ``stream_options.include_usage`` (as vLLM does) a usage chunk comes before ``[DONE]``.
+with ``stream_options.include_usage`` (as vLLM does) a usage chunk comes before ``[DONE]``,
+and with ``continuous_usage_stats`` too, every chunk carries the usage so far.
 """
 
 from __future__ import annotations
@@ -44,14 +45,25 @@ def serve(port: int, tokens: int, interval: float = 0.0) -> None:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         pieces = [f"{tags[-1] if tags else 'req-?'} "] + [f"w{i} " for i in range(tokens - 1)]
-        for piece in pieces:
-            event = {"choices": [{"index": 0, "text": piece, "finish_reason": None}]}
+        options = body.get("stream_options") or {}
+        prompt = words(body.get("prompt", ""))
+        # as vLLM: usage in every chunk with include_usage and continuous_usage_stats
+        continuous = options.get("include_usage") and options.get("continuous_usage_stats")
+        for n, piece in enumerate(pieces, 1):
+            event: dict[str, object] = {
+                "choices": [{"index": 0, "text": piece, "finish_reason": None}]
+            }
+            if continuous:
+                event["usage"] = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": n,
+                    "total_tokens": prompt + n,
+                }
             await resp.write(f"data: {json.dumps(event)}\n\n".encode())
             await asyncio.sleep(interval)
         done = {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}
         end = f"data: {json.dumps(done)}\n\n"
-        if (body.get("stream_options") or {}).get("include_usage"):  # as vLLM: a usage chunk
-            prompt = words(body.get("prompt", ""))
+        if options.get("include_usage"):  # as vLLM: a usage chunk
             usage = {"prompt_tokens": prompt, "completion_tokens": tokens}
             usage["total_tokens"] = prompt + tokens
             end += f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n"

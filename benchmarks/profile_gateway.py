@@ -99,6 +99,7 @@ class _Response:
     as the network delivers them (the reader waits, is woken, reads one)."""
 
     status = 200
+    connection = None  # no connection: the completions client's read deadline is not set
 
     def __init__(self, events: list[bytes]) -> None:
         self._loop = loop = asyncio.get_running_loop()

@@ -47,6 +47,11 @@ class FakeCompletionsServer:
         self.reply_for: Callable[[dict[str, Any]], str] | None = None
         self.cached_tokens: int | None = None  # reported as usage.prompt_tokens_details
         self.sends_usage = True  # False: no usage at all (llama-cpp-python's server streams none)
+        #: Usage in every streamed chunk when asked (``stream_options.continuous_usage_stats``,
+        #: as vLLM and SGLang do); False: the option is ignored.
+        self.continuous_usage = True
+        #: Every event of a stream in one write (what a reader that fell behind receives).
+        self.one_write = False
 
     def reset(self) -> FakeCompletionsServer:
         """Back to answering normally, with no replies queued and no requests recorded."""
@@ -56,6 +61,8 @@ class FakeCompletionsServer:
         self.chunk_delay = 0.0
         self.aborted = 0
         self.cached_tokens = None
+        self.continuous_usage = True
+        self.one_write = False
         return self
 
     @property
@@ -121,8 +128,15 @@ class FakeCompletionsServer:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
 
+        held: list[bytes] = []  # with ``one_write``: the whole body, written at the end
+
         async def send(obj: Any) -> None:
             data = obj if isinstance(obj, str) else json.dumps(obj)
+            if self.one_write:
+                held.append(f"data: {data}\n\n".encode())
+                if data == "[DONE]":
+                    await resp.write(b"".join(held))
+                return
             await resp.write(f"data: {data}\n\n".encode())
 
         if self.mode == "garbage":
@@ -133,6 +147,14 @@ class FakeCompletionsServer:
             return resp  # the client has given up by now
         await resp.write(b": keep-alive comment\n\n")
         pieces = [text[i : i + self.chunk_size] for i in range(0, len(text), self.chunk_size)]
+        options = body.get("stream_options") or {}
+        continuous = (
+            self.sends_usage
+            and self.continuous_usage
+            and options.get("include_usage")
+            and options.get("continuous_usage_stats")
+        )
+        sent = 0
         try:
             for i, piece in enumerate(pieces):
                 if self.mode == "die" and i == len(pieces) // 2:
@@ -141,7 +163,13 @@ class FakeCompletionsServer:
                     return resp
                 if self.chunk_delay:
                     await asyncio.sleep(self.chunk_delay)
-                await send({"choices": [{"index": 0, "text": piece, "finish_reason": None}]})
+                chunk: dict[str, Any] = {
+                    "choices": [{"index": 0, "text": piece, "finish_reason": None}]
+                }
+                sent += len(piece)
+                if continuous:
+                    chunk["usage"] = {**usage, "completion_tokens": sent}
+                await send(chunk)
         except ConnectionError:  # the client left early (Ctrl-C): stop generating
             self.aborted += 1
             return resp

@@ -172,7 +172,9 @@ class ParsedTurn:
         cancellation, close the stream and are raised here)."""
         stream = self._stream = self.backend.stream(self.request)
         try:
-            self._first = await stream.__anext__()
+            self._first = first = await stream.__anext__()
+            if first.usage is not None:  # e.g. the prompt's count, sent with the first chunk
+                self.usage = first.usage
         except StopAsyncIteration:
             pass
         except BaseException as exc:

@@ -149,6 +149,22 @@ def test_openai_stream_sends_the_request_and_reads_events(server: FakeCompletion
     assert "top_p" not in body  # None means the server's default
 
 
+def test_openai_stream_hands_over_what_one_read_holds_as_one_chunk(
+    server: FakeCompletionsServer,
+) -> None:
+    # a reader behind the engine gets several events in one read: one chunk of their text,
+    # counting the events (≈ tokens) it joins; nothing lost, the finish still last
+    server.one_write = True
+    server.replies = ["The weather is sunny today."]
+    chunks = _stream(OpenAICompletionsBackend(server.base_url), CompletionRequest("PROMPT"))
+    text = "The weather is sunny today."
+    assert [(c.text, c.events, c.finish_reason) for c in chunks] == [
+        (text, len(range(0, len(text), server.chunk_size)), None),
+        ("", 1, "stop"),
+    ]
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == len(text)
+
+
 def test_openai_complete_and_length(server: FakeCompletionsServer) -> None:
     server.replies = ["abcdefghij"]
     backend = OpenAICompletionsBackend(server.base_url, model="m", extra_body={"ignore_eos": True})

@@ -193,6 +193,28 @@ def test_a_lazy_constraint_is_emulated_where_the_engine_has_no_lazy_grammar(
     assert strict["max_tokens"] < 200
 
 
+@pytest.mark.parametrize("one_write", [False, True])
+def test_the_free_part_counts_the_engines_events_however_they_are_read(
+    engine: FakeCompletionsServer, one_write: bool
+) -> None:
+    """The call gets what is left of ``max_tokens``: the free part is counted in the
+    engine's events (3 characters each here), whether each came in its own read or all
+    in one."""
+    free = 'Let me look.<tool_call>\n{"name": "wrong'
+    call = '<tool_call>\n{"name": "f", "arguments": {}}\n</tool_call>'
+    engine.replies += [free, call]
+    engine.one_write = one_write
+    engine.chunk_delay = 0.0 if one_write else 0.005  # else: each event in its own read
+    try:
+        complete(engine, "vllm", request(LAZY_UNTAGGED))
+    finally:
+        engine.one_write, engine.chunk_delay = False, 0.0
+    events = len(range(0, len(free), engine.chunk_size))
+    read = free.index("<tool_call>") + len("<tool_call>")  # where a piece-by-piece read stops
+    counted = events if one_write else -(-read // engine.chunk_size)
+    assert engine.requests[1]["max_tokens"] == 200 - (counted - 1)
+
+
 def test_a_lazy_constraint_without_a_call_is_one_free_generation(
     engine: FakeCompletionsServer,
 ) -> None:

@@ -239,16 +239,22 @@ def test_special_token_strings_in_a_prompt_are_the_special_tokens(
     assert engine.root_posts == []  # the known tokenizer answered
 
 
-def test_messages_counts_beside_the_completion_once_the_engine_counts(
-    engine: FakeCompletionsServer,
+@pytest.mark.parametrize("engine_kind", ["vllm", "sglang", "llama.cpp"])
+@pytest.mark.parametrize("continuous", [True, False])
+def test_messages_takes_the_prompt_count_from_the_stream_or_counts_beside_it(
+    engine: FakeCompletionsServer, engine_kind: str, continuous: bool
 ) -> None:
-    # /v1/messages needs the prompt's count for message_start: the first request counts
-    # before the completion is sent (a model that cannot count is refused before
-    # generation); once the engine has counted, the completion goes first
-    tok_path, _, _, _ = ENGINES["vllm"]
+    # /v1/messages needs the prompt's count for message_start. vLLM and SGLang send it with
+    # the first chunk when asked (continuous usage): no request of its own. An engine that
+    # ignores the option is asked its tokenize endpoint after the completion started. Other
+    # engines: the first request counts before the completion is sent (a model that cannot
+    # count is refused before generation); once the engine has counted, the completion
+    # goes first.
+    tok_path, _, _, _ = ENGINES[engine_kind]
     engine.root_post = {tok_path: lambda body: {"tokens": chars(text_of(body))}}
     engine.replies = ["Hello.", "Hello again."]
-    entry = entry_for(engine, "vllm")
+    engine.continuous_usage = continuous
+    entry = entry_for(engine, engine_kind)
     backend = entry.backend
     assert isinstance(backend, OpenAICompletionsBackend)
     calls: list[str] = []
@@ -266,16 +272,26 @@ def test_messages_counts_beside_the_completion_once_the_engine_counts(
     backend._stream_one = streamed  # type: ignore[method-assign]
     body = {"model": "qwen", "max_tokens": 50, "stream": True, "messages": ASK}
     prompt = len(chatfmt.render(ASK, QWEN))
+    engine.requests.clear()
     try:
         with gateway(create_app({"qwen": entry})) as base:
-            starts = []
+            starts, ends = [], []
             for _ in range(2):
                 resp = httpx.post(base + "/v1/messages", json=body, timeout=30)
                 data = [
                     json.loads(line[6:]) for line in resp.text.splitlines() if line[:6] == "data: "
                 ]
                 starts.append(data[0]["message"]["usage"]["input_tokens"])
+                ends.append(data[-2]["usage"]["output_tokens"])  # message_delta
     finally:
         engine.root_post = {}
-    assert starts == [prompt, prompt]
-    assert calls == ["tokenize", "completion", "completion", "tokenize"]
+        engine.continuous_usage = True
+    assert starts == [prompt, prompt] and ends == [len("Hello."), len("Hello again.")]
+    asked = [(r.get("stream_options") or {}).get("continuous_usage_stats") for r in engine.requests]
+    if engine_kind == "llama.cpp":
+        assert asked == [None, None]
+        assert calls == ["tokenize", "completion", "completion", "tokenize"]
+    else:
+        assert asked == [True, True]
+        in_stream = ["completion", "completion"]
+        assert calls == in_stream if continuous else ["completion", "tokenize"] * 2

@@ -60,6 +60,9 @@ class CompletionRequest:
     repetition_penalty: float | None = None
     prompt_token_ids: tuple[int, ...] | None = None
     constraint: Constraint | None = None
+    #: Ask for the prompt's token count with the stream's first chunk (its ``usage``), where
+    #: the engine can send it (see :meth:`Backend.counts_prompt_in_stream`).
+    prompt_count_first: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.prompt, str):
@@ -71,7 +74,8 @@ class CompletionRequest:
         object.__setattr__(self, "stop", tuple(dict.fromkeys(s for s in self.stop if s)))
         if self.prompt_token_ids is not None:
             ids = tuple(self.prompt_token_ids)
-            if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+            # C-level passes (a prompt has thousands of ids): each an int (not a bool), ≥ 0
+            if ids and (not set(map(type, ids)) <= _INT or min(ids) < 0):
                 raise ValidationError("must be a list of token ids", field="prompt_token_ids")
             object.__setattr__(self, "prompt_token_ids", ids)
         for name, (integer, low) in _BOUNDS.items():
@@ -115,6 +119,9 @@ class CompletionRequest:
         return replace(self, **changes)
 
 
+#: The one type a token id may have (``bool`` is a subclass of ``int``, not a token id).
+_INT = {int}
+
 #: The field names of each dataclass :func:`_field_names` was asked about.
 _FIELD_NAMES: dict[Any, frozenset[str]] = {}
 
@@ -146,12 +153,15 @@ class Usage:
 @dataclass(frozen=True)
 class CompletionChunk:
     """A piece of generated text. The last chunk of a stream carries ``finish_reason`` (and
-    usage, and ``stop``: the stop sequence generation ended at, when the engine says)."""
+    usage, and ``stop``: the stop sequence generation ended at, when the engine says).
+    ``events`` is how many of the engine's streamed pieces (≈ tokens) the text joins: a
+    backend hands everything one network read delivered as one chunk."""
 
     text: str
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
     stop: str | None = None
+    events: int = 1
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,11 @@ class Backend(abc.ABC):
             if chunk.usage is not None:
                 usage = chunk.usage
         return CompletionResult("".join(parts), finish, usage)
+
+    async def counts_prompt_in_stream(self) -> bool:
+        """Whether a stream of a request with ``prompt_count_first`` sends the prompt's
+        token count with its first chunk (no by default)."""
+        return False
 
     async def tokenize(self, text: str) -> list[int]:
         """The engine's token ids for ``text`` (its tokenize endpoint, or its own tokenizer).

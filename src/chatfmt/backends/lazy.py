@@ -63,7 +63,7 @@ async def lazy_stream(
             if chunk.finish_reason is not None:
                 final = chunk
             if chunk.text:
-                pieces += 1
+                pieces += chunk.events
                 seen += chunk.text
                 found = seen.find(trigger, max(0, sent - len(trigger)))
                 if found >= 0:

@@ -56,6 +56,9 @@ _BODY_LIMIT = 500
 _DRAIN_SECONDS = 1.0
 #: The longest an engine-detection probe may take (an engine answers its own endpoints at once).
 _PROBE_TIMEOUT = aiohttp.ClientTimeout(total=10)
+#: The engines whose streamed completions carry usage in every chunk when asked
+#: (``stream_options.continuous_usage_stats``): the prompt's count comes with the first.
+_CONTINUOUS_USAGE = ("vllm", "sglang")
 
 
 class OpenAICompletionsBackend(Backend):
@@ -176,6 +179,9 @@ class OpenAICompletionsBackend(Backend):
             return None
 
     # ------------------------------------------------------------------ tokenizer
+    async def counts_prompt_in_stream(self) -> bool:
+        return await self.engine_kind() in _CONTINUOUS_USAGE
+
     async def tokenize(self, text: str) -> list[int]:
         """The engine's ids for ``text``, read as its completions endpoint reads a prompt
         (special-token strings as their ids, BOS where the engine adds one): vLLM's and
@@ -265,6 +271,8 @@ class OpenAICompletionsBackend(Backend):
             body.update(constraint_fields(kind, request.constraint))
         if stream:
             body["stream_options"] = {"include_usage": True}
+            if request.prompt_count_first and kind in _CONTINUOUS_USAGE:
+                body["stream_options"]["continuous_usage_stats"] = True
         body.update(self.extra_body)
         return body
 
@@ -322,15 +330,20 @@ class OpenAICompletionsBackend(Backend):
         async with self._transport(url), self._client().post(url, data=body) as resp:
             await _raise_for_status(resp, url)
             decoder = SSEDecoder()
+            first = True
             read = resp.content.readany
             deadline = _ReadDeadline(resp, self.read_timeout)
             try:
                 ended = False
-                while not ended:  # one pass per network read, whatever events it holds
+                # One pass and at most one chunk per network read, whatever events it holds:
+                # a reader that falls behind the engine then handles (and its client gets)
+                # several tokens at once instead of one write per token.
+                while not ended:
                     deadline.since = deadline.loop.time()
                     piece = await read()
                     deadline.since = None
                     ended = not piece  # b"": the body ended
+                    texts: list[str] = []
                     for data in decoder.feed(piece) if piece else decoder.close():
                         if data == b"[DONE]":
                             ended = True
@@ -345,7 +358,13 @@ class OpenAICompletionsBackend(Backend):
                         if reason:
                             finish, stop = reason, _matched_stop(event)
                         if text:
-                            yield CompletionChunk(text)
+                            texts.append(text)
+                    if texts:
+                        n = len(texts)
+                        text = texts[0] if n == 1 else "".join(texts)
+                        # the first chunk carries the prompt's count where the engine sent it
+                        yield CompletionChunk(text, usage=usage if first else None, events=n)
+                        first = False
             finally:
                 deadline.cancel()
         if finish is None:

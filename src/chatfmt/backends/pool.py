@@ -284,6 +284,12 @@ class PoolBackend(Backend):
                 self.remember(member, hashes + self._extended(hashes, request.prompt, result.text))
             return result
 
+    async def counts_prompt_in_stream(self) -> bool:
+        for member in self.members:
+            if not await member.backend.counts_prompt_in_stream():
+                return False
+        return True
+
     async def tokenize(self, text: str) -> list[int]:
         return await self._call(CompletionRequest(""), lambda b: b.tokenize(text))
 

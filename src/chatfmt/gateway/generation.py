@@ -115,6 +115,8 @@ class Generation:
             await self.start()
             return self.prompt_count
         backend = self.prepared.entry.backend
+        if await backend.counts_prompt_in_stream():
+            return await self._start_counted_in_stream()
         counting = asyncio.ensure_future(prompt_tokens(self.prepared))
         if backend not in _COUNTING:
             # the count's first step: a model that cannot count says so before generation
@@ -136,6 +138,23 @@ class Generation:
             await self.aclose()
             raise
         _COUNTING.add(backend)
+        return self.prompt_count
+
+    async def _start_counted_in_stream(self) -> int:
+        """:meth:`start_counted` where the engine sends the prompt's count with the first
+        chunk when asked (vLLM's and SGLang's continuous usage): no request of its own.
+        An engine that did not send it is asked its tokenize endpoint after all."""
+        self.request = self.turn.request = self.request.with_(prompt_count_first=True)
+        await self.start()
+        usage = self.turn.usage
+        if usage is not None and usage.prompt_tokens is not None:
+            self.prompt_count = usage.prompt_tokens
+            return self.prompt_count
+        try:
+            self.prompt_count = await prompt_tokens(self.prepared)
+        except BaseException:
+            await self.aclose()
+            raise
         return self.prompt_count
 
     def batches(self) -> AsyncGenerator[list[Delta], None]:
