@@ -326,19 +326,21 @@ def _floor(
             f"the direct TTFT p50{beyond}"
         )
         verdicts = [
-            ("CPU ≤ 1.5 ms", gateway, gateway <= 1.5),
-            ("added p50 < 1.5 ms", added, added < 1.5),
-            ("added p99 < 4 ms", added99, added99 < 4.0),
+            ("CPU ≤ 1.5 ms", f"{gateway:.2f}", gateway <= 1.5),
+            ("added p50 < 1.5 ms", f"{added:.2f}", added < 1.5),
+            ("added p99 < 4 ms", f"{added99:.2f}", added99 < 4.0),
         ]
-        checks.append(
-            f"{key[0] + ' ' + key[1]:21} "
-            + ", ".join(
-                f"{name}: {value:.2f} {'met' if ok else 'NOT met'}" for name, value, ok in verdicts
-            )
-        )
+        checks.append(_verdicts(key, verdicts))
     if checks:
         print("the issue's absolute targets:")
         print("\n".join(checks))
+
+
+def _verdicts(key: tuple[str, str], checks: list[tuple[str, str, bool]]) -> str:
+    """One path's line of targets: each name, the measured value and met / NOT met."""
+    return f"{key[0] + ' ' + key[1]:21} " + ", ".join(
+        f"{name}: {value} {'met' if ok else 'NOT met'}" for name, value, ok in checks
+    )
 
 
 def _row_order(item: tuple[tuple[str, str], Any]) -> tuple[bool, bool]:
@@ -626,12 +628,7 @@ def _relative_targets(
                         f"{key[0] + ' ' + key[1]:21} added TTFT {ratio:.2f}× the http relay's, "
                         f"not checked: the machine {machine:.0%} busy (≥ {_SATURATED:.0%})"
                     )
-        lines.append(
-            f"{key[0] + ' ' + key[1]:21} "
-            + ", ".join(
-                f"{name}: {value} {'met' if ok else 'NOT met'}" for name, value, ok in checks
-            )
-        )
+        lines.append(_verdicts(key, checks))
     if lines:
         print("the relative targets (docs/performance.md):")
         print("\n".join(lines))
