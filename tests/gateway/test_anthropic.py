@@ -95,9 +95,13 @@ def test_streaming_text_and_final_message(client: Any, fake: Any) -> None:
 
 def test_streamed_events_in_order(url: str, fake: Any) -> None:
     fake.replies.append("Hello there, friend.<|im_end|>")
+    fake.chunk_delay = 0.005  # each event in its own read (else the gateway joins them)
     body = {"model": "qwen", "max_tokens": 32, "messages": ASK, "stream": True}
-    with httpx.stream("POST", url + "/v1/messages", json=body, headers={"x-api-key": KEY}) as r:
-        events = sse_events(r.iter_lines())
+    try:
+        with httpx.stream("POST", url + "/v1/messages", json=body, headers={"x-api-key": KEY}) as r:
+            events = sse_events(r.iter_lines())
+    finally:
+        fake.chunk_delay = 0.0
     names = [name for name, _ in events]
     deltas = names.count("content_block_delta")
     assert names == [

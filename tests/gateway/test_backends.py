@@ -126,6 +126,7 @@ def _stream(backend: OpenAICompletionsBackend, request: CompletionRequest) -> li
 
 def test_openai_stream_sends_the_request_and_reads_events(server: FakeCompletionsServer) -> None:
     server.replies = ["The weather is sunny.<|im_end|>\n<|im_start|>user"]
+    server.chunk_delay = 0.005  # each event in its own read (else the reads may join them)
     req = CompletionRequest(
         "PROMPT", stop=("<|im_end|>",), max_tokens=100, temperature=0.5, top_k=40, seed=1
     )
