@@ -32,6 +32,12 @@ class Engine(Backend):
         self.gate: asyncio.Event | None = None
         self.served: list[str] = []
         self.pings = 0
+        self.counts = False  # sends the prompt's count with its first chunk when asked
+        self.asked_counts = 0
+
+    async def counts_prompt_in_stream(self) -> bool:
+        self.asked_counts += 1
+        return self.counts
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionChunk]:
         if self.down:
@@ -178,6 +184,24 @@ def test_a_failing_engine_is_taken_out_and_probed_back_in() -> None:
         await pool.aclose()
 
     asyncio.run(run())
+
+
+def test_the_pool_counts_in_stream_only_where_every_healthy_engine_does() -> None:
+    # /v1/messages takes the prompt's count from the first chunk only where whichever
+    # engine answers will send it; an engine taken out is not asked (nor probed)
+    a, b = Engine("a"), Engine("b")
+    pool = PoolBackend([a, b], names=["a", "b"])
+    a.counts = True
+    assert asyncio.run(pool.counts_prompt_in_stream()) is False
+    b.counts = True
+    assert asyncio.run(pool.counts_prompt_in_stream()) is True
+    b.counts = False
+    pool.members[1].healthy = False
+    asked = b.asked_counts
+    assert asyncio.run(pool.counts_prompt_in_stream()) is True
+    assert b.asked_counts == asked
+    pool.members[0].healthy = False
+    assert asyncio.run(pool.counts_prompt_in_stream()) is False  # none to answer
 
 
 def test_all_engines_down_is_a_clear_unavailable_error() -> None:

@@ -285,10 +285,12 @@ class PoolBackend(Backend):
             return result
 
     async def counts_prompt_in_stream(self) -> bool:
-        for member in self.members:
+        """Whether every healthy member does (a member that is out is not probed)."""
+        healthy = [m for m in self.members if m.healthy]
+        for member in healthy:
             if not await member.backend.counts_prompt_in_stream():
                 return False
-        return True
+        return bool(healthy)
 
     async def tokenize(self, text: str) -> list[int]:
         return await self._call(CompletionRequest(""), lambda b: b.tokenize(text))
