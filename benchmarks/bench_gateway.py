@@ -263,11 +263,16 @@ def _busy(spent: Counter[str], workers: int) -> str:
     the gateway's work."""
     if not spent["wall"]:
         return ""
-    used = spent["gateway"] + spent["engine"] + spent["client"]
-    machine = f"{used / (spent['wall'] * (os.cpu_count() or 1)):5.0%}"
+    machine = f"{_machine_share(spent):5.0%}"
     if "gateway" not in spent:
         return machine
     return f"{machine} {spent['gateway'] / (spent['wall'] * workers):5.0%}"
+
+
+def _machine_share(spent: Counter[str]) -> float:
+    """The share of the machine's cores the benchmark's processes took in ``spent``'s rounds."""
+    used = spent["gateway"] + spent["engine"] + spent["client"]
+    return used / (spent["wall"] * (os.cpu_count() or 1))
 
 
 def _per_request(spent: Counter[str], name: str) -> str:
@@ -617,9 +622,7 @@ def _relative_targets(
                 beyond = added - relay_added
                 checks.append(("added ≤ http relay's + 1.5 ms", f"+{beyond:.2f} ms", beyond <= 1.5))
             else:
-                machine = (spent["gateway"] + spent["engine"] + spent["client"]) / (
-                    spent["wall"] * (os.cpu_count() or 1)
-                )
+                machine = _machine_share(spent)
                 ratio = added / relay_added if relay_added > 0 else float("inf")
                 if machine < _SATURATED:
                     checks.append(("added ≤ 1.5× http relay's", f"{ratio:.2f}×", ratio <= 1.5))

@@ -260,6 +260,20 @@ class BlockParser(StateMachine, FormatParser):
         self.state = Block.TEXT
         self.in_list = False
 
+    def skip_gap(self) -> bool | None:
+        """Whitespace between a block's parts, consumed only once what follows it is known.
+        ``None``: something follows (the position is after the whitespace). Otherwise the
+        step's result: at the final chunk the block ends (``True``); before it, the position
+        goes back and the machine waits for more (``False``)."""
+        start = self.pos
+        if self.skip_ws():
+            return None
+        if self.final:
+            self.end_block()
+            return True
+        self.pos = start
+        return False
+
     def start_call(self) -> None:
         self.call = JsonCall(
             self.out,

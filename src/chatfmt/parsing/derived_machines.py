@@ -82,12 +82,8 @@ class NamedArgsParser(BlockParser):
     def _s_nx_gap(self) -> bool:
         """Between calls of a block: a separator, the next call, the block's end, or text."""
         start = self.pos
-        if not self.skip_ws():
-            if self.final:
-                self.end_block()
-                return True
-            self.pos = start
-            return False
+        if (done := self.skip_gap()) is not None:
+            return done
         for marker, state in (
             (self.call_begin, self._head_state),
             (self.separator.strip(), _NamedArgs.NX_GAP),
@@ -164,12 +160,8 @@ class NamedArgsParser(BlockParser):
 
     def _s_nx_tail(self) -> bool:
         start = self.pos
-        if not self.skip_ws():
-            if self.final:
-                self.end_block()
-                return True
-            self.pos = start
-            return False
+        if (done := self.skip_gap()) is not None:
+            return done
         hit = self._hit(self.call_end)
         if hit is None:
             self.pos = start

@@ -54,13 +54,9 @@ class DeepSeekDSMLParser(InvokeParser):
     def _s_calls(self) -> bool:
         if not self._unwrapped:
             return super()._s_calls()
-        start = self.pos  # whitespace is consumed only once what follows it is known
-        if not self.skip_ws():
-            if self.final:
-                self.end_block()
-                return True
-            self.pos = start
-            return False
+        start = self.pos
+        if (done := self.skip_gap()) is not None:
+            return done
         found = self.at_any(_TC_END, _FC_END, self.invoke_open)
         if found is None:
             self.pos = start
